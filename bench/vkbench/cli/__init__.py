@@ -1,0 +1,89 @@
+"""The ``vkbench`` command: a thin click layer; each command lives in its own module.
+
+Commands are imported lazily so ``vkbench --help`` stays fast and one broken optional
+dependency does not take every command down. Errors from the library are
+:class:`vkbench.errors.VkbenchError`; :func:`main` prints them and exits with their code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import VkbenchError
+
+# command name -> (module, attribute, one-line help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "run": ("run", "run_cmd", "Run a matrix (preset, file or one --cell) on real servers."),
+    "matrix": ("matrix", "matrix_cmd", "Expand a matrix file or preset into cells (table or GitHub matrix JSON)."),
+    "parse": ("parse", "parse_cmd", "Normalize valkey-/redis-benchmark or memtier output into records."),
+    "servers": ("servers", "servers_group", "List and fetch server and tool binaries."),
+    "env": ("env", "env_cmd", "Print this machine's fingerprint."),
+    "compare": ("compare", "compare_cmd", "Compare two result directories cell by cell."),
+    "ingest": ("ingest", "ingest_cmd", "Add result files to a history directory."),
+    "detect": ("detect", "detect_cmd", "Find change points (regressions, improvements) in a history or one series."),
+    "alert": ("alert", "alert_cmd", "Open, update or close GitHub issues for regression incidents."),
+    "publish": ("publish", "publish_cmd", "Ingest into a git branch (gh-pages) and push, retrying on races."),
+    "export": ("export", "export_group", "Export results for other tools (github-action-benchmark)."),
+    "site": ("site", "site_group", "Build or serve the static trend site."),
+    "demo": ("demo", "demo_cmd", "The README's main job: setup check, smoke matrix, history, detection, site."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module_name, attr, _ = COMMANDS[name]
+        module = importlib.import_module(f"vkbench.cli.{module_name}")
+        return getattr(module, attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Help text from the table, without importing every module.
+        rows = [(name, help_text) for name, (_, _, help_text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="vkbench")
+def cli() -> None:
+    """vkbench: continuous benchmarking for Valkey.
+
+    Runs benchmark matrices on real servers (native processes or docker compose), normalizes
+    every tool's output into versioned result files, keeps a history, detects regressions and
+    builds a static trend site.
+
+    \b
+    Quick start:
+      vkbench run --preset smoke            # real servers on 127.0.0.1
+      vkbench matrix nightly --format github
+      vkbench compare base/ candidate/
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="vkbench", standalone_mode=False)
+    except VkbenchError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"  hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

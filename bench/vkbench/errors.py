@@ -1,0 +1,94 @@
+"""Error classes, each with its own process exit code.
+
+Library code raises these; the CLI edge (:func:`vkbench.cli.main`) catches them,
+prints ``message`` (which always says what to do next) and exits with ``exit_code``.
+Exit codes are part of the interface: workflows and scripts branch on them.
+"""
+
+from __future__ import annotations
+
+
+class VkbenchError(Exception):
+    """Base class. ``exit_code`` is stable; never reuse a number for another meaning."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n  hint: {self.hint}" if self.hint else self.message
+
+
+class UsageError(VkbenchError):
+    """Bad flags, bad matrix file, unknown preset. (click's own usage errors also exit 2.)"""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A matrix/annotation file fails validation; the message names the field."""
+
+    exit_code = 2
+
+
+class MissingBinaryError(VkbenchError):
+    """A server or tool binary could not be resolved or fetched."""
+
+    exit_code = 3
+
+
+class ServerStartError(VkbenchError):
+    """Servers did not start or did not become ready (ping, cluster_state, replica link)."""
+
+    exit_code = 4
+
+
+class BenchmarkFailedError(VkbenchError):
+    """The benchmark tool failed or its output could not be trusted."""
+
+    exit_code = 5
+
+
+class ParseError(BenchmarkFailedError):
+    """Tool output is an error, truncated, or not a known format. Names the file."""
+
+    exit_code = 6
+
+
+class ResultFileError(VkbenchError):
+    """A result or history file is corrupt, invalid, or newer than this code."""
+
+    exit_code = 7
+
+
+class PublishError(VkbenchError):
+    """Pushing the history branch failed after all retries."""
+
+    exit_code = 8
+
+
+class AlertError(VkbenchError):
+    """The GitHub API refused or failed an alert call."""
+
+    exit_code = 9
+
+
+class RegressionFound(VkbenchError):
+    """``--fail-on regression`` and an open regression incident exists (for gates)."""
+
+    exit_code = 10
+
+
+class ContainerEngineError(VkbenchError):
+    """No reachable container engine, or docker compose failed."""
+
+    exit_code = 11
+
+
+class Interrupted(VkbenchError):
+    """Ctrl-C: everything started was torn down."""
+
+    exit_code = 130

@@ -1,0 +1,116 @@
+"""Load a matrix (file or preset), validate it and expand it into cells."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import ConfigError, UsageError
+from .model import Cell, MatrixFile
+
+#: Fields whose value is itself a list: a list there is a value, not an axis.
+LIST_VALUED = {"tests", "extra_server_args"}
+_RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(cores|\d+)\s*(?:\+\s*(\d+))?\s*$")
+
+
+def preset_names() -> list[str]:
+    folder = resources.files("vkbench.matrix") / "presets"
+    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def load_matrix(file_or_preset: str) -> MatrixFile:
+    """``file_or_preset`` is a path to a YAML file or the name of a shipped preset."""
+    path = Path(file_or_preset)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.exists():
+            raise UsageError(f"matrix file {file_or_preset} does not exist", hint="give a YAML file or a preset: " + ", ".join(preset_names()))
+        text, origin = path.read_text(), str(path)
+    else:
+        if file_or_preset not in preset_names():
+            raise UsageError(
+                f"unknown preset {file_or_preset!r}",
+                hint="presets: " + ", ".join(preset_names()) + " (or give a path to a matrix YAML file)",
+            )
+        text = (resources.files("vkbench.matrix") / "presets" / f"{file_or_preset}.yaml").read_text()
+        origin = f"preset {file_or_preset}"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{origin} is not valid YAML: {exc}", hint="fix the YAML syntax at the line shown") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{origin} must be a mapping with name, defaults and groups", hint="see docs/matrix.md")
+    try:
+        return MatrixFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{origin} is invalid:\n" + format_validation_error(exc, MatrixFile), hint="see docs/matrix.md") from None
+
+
+def expand_matrix(
+    matrix: MatrixFile,
+    *,
+    overrides: dict[str, Any] | None = None,
+    cores: int | None = None,
+) -> list[Cell]:
+    """Cartesian product of every group, with ``overrides`` (from CLI flags) replacing fields in all groups."""
+    cores = cores or os.cpu_count() or 1
+    cells: list[Cell] = []
+    seen: set[str] = set()
+    for group_index, group in enumerate(matrix.groups):
+        merged = {**matrix.defaults, **group, **(overrides or {})}
+        axes = {key: _axis_values(key, value, cores) for key, value in merged.items()}
+        keys = list(axes)
+        for combo in itertools.product(*(axes[k] for k in keys)):
+            raw = dict(zip(keys, combo))
+            try:
+                cell = Cell.model_validate(raw)
+            except ValidationError as exc:
+                raise ConfigError(
+                    f"{matrix.name}: group {group_index + 1} gives an invalid cell:\n" + format_validation_error(exc, Cell),
+                    hint="fix the group in the matrix file, or the flag that overrides it",
+                ) from None
+            if cell.cell_id not in seen:
+                seen.add(cell.cell_id)
+                cells.append(cell)
+    return cells
+
+
+def _axis_values(key: str, value: Any, cores: int) -> list[Any]:
+    if key == "io_threads" and isinstance(value, str):
+        match = _RANGE.match(value)
+        if not match:
+            raise ConfigError(f"io_threads {value!r} is neither a number, a list nor a range", hint="write e.g. 4, [1, 2, 4] or '1..cores+1'")
+        start = int(match.group(1))
+        end = cores if match.group(2) == "cores" else int(match.group(2))
+        end += int(match.group(3) or 0)
+        return list(range(start, end + 1))
+    if key in LIST_VALUED:
+        if isinstance(value, list) and value and all(isinstance(v, list) for v in value):
+            return value  # a list of lists: an axis of lists
+        return [value]
+    if isinstance(value, list):
+        return value or [None]
+    return [value]
+
+
+def format_validation_error(exc: ValidationError, model: type) -> str:
+    """One line per problem: the field path, what is wrong, the allowed values when there is a set."""
+    lines = []
+    fields = sorted(getattr(model, "model_fields", {}))
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown field; allowed fields: {', '.join(fields)}"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        got = err.get("input")
+        suffix = f" (got {got!r})" if err["type"] not in ("missing", "extra_forbidden") and not isinstance(got, dict) else ""
+        lines.append(f"  - {where}: {msg}{suffix}")
+    return "\n".join(lines)

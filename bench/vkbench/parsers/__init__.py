@@ -1,0 +1,5 @@
+"""Parsers: turn any real output of valkey-benchmark, redis-benchmark or memtier_benchmark
+into normalized :class:`~vkbench.parsers.record.Record` objects.
+
+Public entry point: :func:`vkbench.parsers.parse_output` (see ``dispatch.py``).
+"""
