@@ -3,3 +3,7 @@ into normalized :class:`~vkbench.parsers.record.Record` objects.
 
 Public entry point: :func:`vkbench.parsers.parse_output` (see ``dispatch.py``).
 """
+
+from vkbench.parsers.dispatch import parse_file, parse_output
+
+__all__ = ["parse_file", "parse_output"]

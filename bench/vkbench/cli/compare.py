@@ -1,0 +1,80 @@
+"""``vkbench compare``: a per-cell table of two result directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..compare import METRICS, Row, compare_dirs, rows_to_json
+
+_UNITS = {"rps": "rps"}
+
+
+def _value(metric: str, v: float) -> str:
+    return f"{v:,.0f}" if metric == "rps" else f"{v:.3f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.1%}"
+
+
+def _ci(row: Row) -> str:
+    return "-" if row.ci_low is None else f"[{row.ci_low:+.1%}, {row.ci_high:+.1%}]"
+
+
+def _verdict(row: Row) -> str:
+    text = row.verdict
+    return text + " (flagged)" if row.flagged else text
+
+
+def markdown(rows: list[Row], unmatched: list[str]) -> str:
+    lines = []
+    base_label, cand_label = rows[0].base_label, rows[0].candidate_label
+    lines.append(f"| cell | command | metric | {base_label} | {cand_label} | change | 95% CI | p | verdict |")
+    lines.append("|---|---|---|---:|---:|---:|---|---:|---|")
+    for r in rows:
+        p = "-" if r.p_value is None else f"{r.p_value:.3f}"
+        lines.append(f"| {r.key} | {r.command} | {r.metric} | {_value(r.metric, r.base)} | {_value(r.metric, r.candidate)} "
+                     f"| {_pct(r.change)} | {_ci(r)} | {p} | {_verdict(r)} |")
+    lines.append("")
+    lines.append("rps: bigger is better; latencies (ms): smaller is better. Verdicts need p < 0.05 (Welch's t-test "
+                 "on the repetitions) and a change of at least 2%. \"flagged\": a validity check failed on one side.")
+    for u in unmatched:
+        lines.append(f"- {u}")
+    return "\n".join(lines) + "\n"
+
+
+@click.command("compare")
+@click.argument("base_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("candidate_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
+@click.option("--metrics", default="rps,avg,min,p50,p95,p99,max", show_default=True,
+              help=f"Comma-separated metrics among {', '.join(METRICS)}.")
+def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str) -> None:
+    """Compare BASE_DIR with CANDIDATE_DIR (result directories of `vkbench run`), cell by cell:
+    medians, % change, 95% confidence interval and a verdict (better / worse / no significant change)."""
+    wanted = tuple(m.strip() for m in metrics.split(",") if m.strip() in METRICS)
+    rows, unmatched = compare_dirs(base_dir, candidate_dir, metrics=wanted)
+    if fmt == "json":
+        click.echo(json.dumps(rows_to_json(rows, unmatched), indent=2))
+        return
+    if fmt == "markdown":
+        click.echo(markdown(rows, unmatched), nl=False)
+        return
+    table = Table(title=f"{rows[0].base_label} -> {rows[0].candidate_label}", title_justify="left")
+    for col in ("cell", "cmd", "metric", "base", "candidate", "change", "95% CI", "p", "verdict"):
+        table.add_column(col, justify="right" if col in ("base", "candidate", "change", "p") else "left")
+    colour = {"better": "green", "worse": "red"}
+    for r in rows:
+        style = colour.get(r.verdict, "")
+        table.add_row(r.key, r.command, r.metric, _value(r.metric, r.base), _value(r.metric, r.candidate),
+                      _pct(r.change), _ci(r), "-" if r.p_value is None else f"{r.p_value:.3f}",
+                      f"[{style}]{_verdict(r)}[/]" if style else _verdict(r))
+    console = Console()
+    console.print(table)
+    for u in unmatched:
+        console.print(f"[yellow]{u}[/yellow]")

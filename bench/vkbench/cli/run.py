@@ -1,0 +1,79 @@
+"""``vkbench run``: run cells on real servers and write one result file per cell."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..errors import UsageError
+from ..runner.session import RunOptions, run_session
+from ._options import cells_from, override_options
+from .matrix import print_plan
+from .run_display import ProgressDisplay, print_summary
+
+
+@click.command("run")
+@click.argument("source", metavar="[FILE_OR_PRESET]", required=False)
+@click.option("--preset", help="A shipped preset: smoke, pi-cm4-blog, io-threads-sweep, pipeline-sweep, read-replicas, nightly.")
+@click.option("--cell", "cell_args", multiple=True, metavar="JSON",
+              help="One cell as JSON (the 'cell' field of `vkbench matrix --format github`). Repeatable.")
+@override_options
+@click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True,
+              help="native: server processes on 127.0.0.1; compose: a docker compose stack per cell.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-results"),
+              show_default=True, help="Directory for result files (<cell_id>.json) and raw outputs (<cell_id>.raw/).")
+@click.option("--run-id", envvar="VKBENCH_RUN_ID", help="Run identity shared by all cells (default: time + random).")
+@click.option("--machine-class", envvar="VKBENCH_MACHINE_CLASS", help="Runner label to record (default: the cell's runner).")
+@click.option("--trigger", envvar="VKBENCH_TRIGGER", default="manual", show_default=True,
+              help="What started the run: manual, schedule, workflow_dispatch, pull_request.")
+@click.option("--workflow-run-url", envvar="VKBENCH_WORKFLOW_RUN_URL", help="Link to the workflow run, stored in results.")
+@click.option("--interleave", is_flag=True,
+              help="Run repetition 1 of every cell, then repetition 2, ...: drift hits every cell alike (for comparisons).")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds one repetition may take.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where pid files of running servers live (default ~/.cache/vkbench/state).")
+@click.option("--cleanup-only", is_flag=True, help="Only remove leftovers of a killed earlier run, then exit.")
+@click.option("--dry-run", is_flag=True, help="Print the plan and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary for machines (progress goes to stderr).")
+def run_cmd(source, preset, cell_args, backend, out_dir, run_id, machine_class, trigger, workflow_run_url,
+            interleave, timeout, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
+    """Run a matrix on real servers: deploy each cell's topology, preload, warm up, repeat,
+    measure client and server CPU, check validity and write one result file per cell.
+
+    \b
+    Examples:
+      vkbench run --preset smoke
+      vkbench run my-matrix.yaml --versions valkey:9.1.2 --io-threads 1,2 --out results/
+      vkbench run --cell '{"server":"valkey:9.1.2","topology":"cluster:3"}' --backend compose
+    """
+    if preset and source:
+        raise UsageError("give a matrix file or --preset, not both", hint="drop one of them")
+    state_dir = state_dir or Path(os.environ.get("VKBENCH_CACHE", Path.home() / ".cache" / "vkbench")) / "state"
+    options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
+                         trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
+                         timeout=timeout, state_dir=state_dir)
+    err = Console(stderr=True)
+    if cleanup_only:
+        from ..runner.session import cleanup
+
+        for line in cleanup(options) or ["nothing to clean up"]:
+            err.print(line)
+        return
+    cells = cells_from(source or preset, cell_args, kwargs)
+    if dry_run:
+        if as_json:
+            click.echo(json.dumps([{"id": c.cell_id, **c.model_dump(mode="json")} for c in cells], indent=2))
+        else:
+            print_plan(cells)
+        return
+    with ProgressDisplay(cells, console=err) as display:
+        report = run_session(cells, options, progress=display.update)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        print_summary(report, Console())
+    report.raise_for_failures()

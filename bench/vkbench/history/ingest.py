@@ -1,0 +1,177 @@
+"""Add result files to a history directory: validate everything, then write, idempotently.
+
+Order of writes, and why:
+
+1. every input is loaded and validated first; one bad file is a ResultFileError naming it and
+   nothing at all is written;
+2. result copies (runs/), fingerprints and shards are each written via temp file + rename;
+3. ``index.json`` is written last, atomically.
+
+A crash between 2 and 3 leaves points in shards the index does not count yet. Re-running the
+same ingest heals it: the points are found in their shards (so nothing is duplicated) and the
+entries of those series are recomputed from the shards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..results.io import load_result, result_files
+from .series import month_of, point_from_result, series_key, sort_key
+from .store import HistoryStore, series_entry, write_bytes_atomic, write_json
+
+
+@dataclass
+class IngestReport:
+    files: int = 0                 # result files read (after de-duplication)
+    added: int = 0                 # points appended to series
+    skipped: int = 0               # points already in the history (same run_id, cell_id)
+    results_copied: int = 0        # result files copied under runs/
+    new_series: int = 0
+    series: list[str] = field(default_factory=list)   # sids that received a point
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def input_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    """Result files named directly or found in directories, minus raw tool outputs
+    (``<cell_id>.raw/`` may hold memtier's own JSON, which is not a result)."""
+    out = []
+    for path in result_files(paths):
+        if any(part.endswith(".raw") for part in path.parent.parts):
+            continue
+        out.append(path)
+    return out
+
+
+def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> IngestReport:
+    paths = input_files(result_paths)
+    # 1. validate all inputs before touching the history
+    loaded: dict[tuple[str, str], tuple[Path, dict]] = {}
+    for path in paths:
+        result = load_result(path)
+        key = (result["run"]["run_id"], result["run"]["cell_id"])
+        loaded.setdefault(key, (path, result))
+    report = IngestReport(files=len(loaded))
+
+    with store.lock():
+        index = store.index()      # corrupt / newer index -> ResultFileError, nothing written
+        series_index = index["series"]
+
+        new_points: dict[tuple[str, str], list[dict]] = {}
+        series_meta: dict[str, tuple[dict, str | None]] = {}
+        for path, result in loaded.values():
+            month = month_of(result["run"]["timestamp"])
+            for command in result["summary"]:
+                sid, dims = series_key(result, command)
+                series_meta.setdefault(sid, (dims, result["environment"].get("arch")))
+                new_points.setdefault((sid, month), []).append(point_from_result(result, command))
+
+        # 2a. shards: decide everything in memory first
+        shard_writes: list[tuple[Path, bytes]] = []
+        added_by_sid: dict[str, list[dict]] = {}
+        reconcile: set[str] = set()
+        for (sid, month), points in sorted(new_points.items()):
+            shard = store.shard_path(sid, month)
+            existing = store.read_shard(sid, month)
+            if existing and sid not in series_index:
+                reconcile.add(sid)     # shard written by an ingest that died before the index
+            seen = {(p["run_id"], p["cell_id"]) for p in existing}
+            fresh = []
+            for point in points:
+                key = (point["run_id"], point["cell_id"])
+                if key in seen:
+                    report.skipped += 1
+                    reconcile.add(sid)
+                    continue
+                seen.add(key)
+                fresh.append(point)
+            if not fresh:
+                continue
+            old = shard.read_bytes() if shard.exists() else b""
+            if old and not old.endswith(b"\n"):
+                old += b"\n"
+            lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in fresh)
+            shard_writes.append((shard, old + lines.encode("utf-8")))
+            added_by_sid.setdefault(sid, []).extend(fresh)
+            report.added += len(fresh)
+
+        # 2b. result copies and fingerprints (both write-once)
+        for path, result in loaded.values():
+            run = result["run"]
+            run_dir = store.run_dir(month_of(run["timestamp"]), run["run_id"])
+            dest = run_dir / f"{run['cell_id']}.json"
+            if not dest.exists():
+                write_bytes_atomic(dest, path.read_bytes())
+                report.results_copied += 1
+            raw = _raw_dir(path, run["cell_id"])
+            raw_dest = run_dir / f"{run['cell_id']}.raw"
+            if raw is not None and not raw_dest.exists():
+                _copytree_atomic(raw, raw_dest)
+            env = result["environment"]
+            fp_path = store.fingerprint_path(env["fingerprint_id"])
+            if not fp_path.exists():
+                write_json(fp_path, env, indent=1)
+
+        for shard, data in shard_writes:
+            write_bytes_atomic(shard, data)
+
+        # 3. the index, last
+        for sid in sorted(set(added_by_sid) | reconcile):
+            dims, arch = series_meta[sid]
+            if sid not in series_index:
+                report.new_series += 1
+            if sid in reconcile or sid not in series_index:
+                series_index[sid] = series_entry(dims, arch, store.read_series(sid), store.shard_months(sid))
+            else:
+                _update_entry(series_index[sid], added_by_sid[sid])
+        report.series = sorted(added_by_sid)
+        if shard_writes or reconcile or not store.index_path.exists():
+            index["runs"] = _count_runs(store)
+            store.write_index(index)
+        store.write_format()
+    return report
+
+
+def _update_entry(entry: dict, points: list[dict]) -> None:
+    """Incremental index update: no need to read a long series to add a night to it."""
+    fresh = series_entry(entry["dims"], entry.get("arch"), points, [month_of(p["timestamp"]) for p in points])
+    entry["shards"] = sorted(set(entry["shards"]) | set(fresh["shards"]))
+    entry["points"] += len(points)
+    entry["first"] = min(filter(None, [entry.get("first"), fresh["first"]]))
+    last_point = entry.get("last_point")
+    newest = max(points, key=sort_key)
+    if last_point is None or sort_key(newest) >= (entry.get("last") or "", last_point.get("run_id", "")):
+        entry["last"] = fresh["last"]
+        entry["last_point"] = fresh["last_point"]
+
+
+def _count_runs(store: HistoryStore) -> int:
+    runs = store.path / "runs"
+    if not runs.is_dir():
+        return 0
+    return sum(1 for month in runs.iterdir() if month.is_dir() for run in month.iterdir() if run.is_dir())
+
+
+def _raw_dir(result_path: Path, cell_id: str) -> Path | None:
+    for candidate in (result_path.parent / f"{cell_id}.raw", result_path.with_suffix(".raw")):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def _copytree_atomic(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        shutil.copytree(src, tmp / "x")
+        os.replace(tmp / "x", dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

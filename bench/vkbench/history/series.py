@@ -1,0 +1,125 @@
+"""What a series is (see docs/history-format.md): its key, its points, its segments.
+
+Everything that decides *identity* lives here so the store, detection, export and the site
+agree on it by importing these functions instead of re-deriving them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+#: Dimensions that do not identify a series: repetitions only change precision, and the runner
+#: label is replaced by ``run.machine_class`` (the same thing, as recorded by the run).
+NON_SERIES_DIMENSIONS = ("repetitions", "runner")
+
+#: Metric names in a series line. ``rps`` is bigger-is-better; every latency key (ms) is
+#: smaller-is-better.
+THROUGHPUT_METRICS = ("rps",)
+LATENCY_METRICS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
+METRICS = THROUGHPUT_METRICS + LATENCY_METRICS
+
+
+def bigger_is_better(metric: str) -> bool:
+    return metric in THROUGHPUT_METRICS
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+def series_dims(result: dict, command: str) -> dict:
+    dims = {k: v for k, v in result["dimensions"].items() if k not in NON_SERIES_DIMENSIONS}
+    dims["command"] = command
+    dims["machine_class"] = result["run"]["machine_class"]
+    return dims
+
+
+def sid_of(dims: dict) -> str:
+    """First 16 hex digits of sha256 of the canonical JSON of the dims."""
+    return hashlib.sha256(canonical_json(dims).encode("utf-8")).hexdigest()[:16]
+
+
+def series_key(result: dict, command: str) -> tuple[str, dict]:
+    """``(sid, dims)`` of the series that ``command`` of this result belongs to."""
+    dims = series_dims(result, command)
+    return sid_of(dims), dims
+
+
+def month_of(timestamp: str) -> str:
+    """``YYYY-MM`` of an ISO 8601 UTC timestamp (the shard and runs/ folder of a point)."""
+    return timestamp[:7]
+
+
+def point_from_result(result: dict, command: str) -> dict:
+    """One series line, in the key order of the documented example."""
+    run, subject, env = result["run"], result["subject"], result["environment"]
+    build = subject.get("build") or {}
+    validity = result["validity"]
+    stats = result["summary"].get(command, {})
+    return {
+        "run_id": run["run_id"],
+        "cell_id": run["cell_id"],
+        "timestamp": run["timestamp"],
+        "version": result["dimensions"]["version"],
+        "server_version": subject.get("server_version"),
+        "commit": subject.get("commit"),
+        "build_id": build.get("id"),
+        "fingerprint_id": env["fingerprint_id"],
+        "valid": bool(validity["valid"]),
+        "flags": [flag["code"] for flag in validity.get("flags", [])],
+        "workflow_run_url": run.get("workflow_run_url"),
+        "metrics": {name: dict(stats[name]) for name in METRICS if name in stats},
+    }
+
+
+def sort_key(point: dict) -> tuple[str, str]:
+    return (point["timestamp"], point["run_id"])
+
+
+def segments(points: list[dict]) -> list[dict]:
+    """Fingerprint segments of a sorted point list: a new segment wherever the environment
+    fingerprint differs from the previous point's (A B A is three segments: the return to A
+    is a new environment event too)."""
+    out: list[dict] = []
+    for i, point in enumerate(points):
+        fp = point.get("fingerprint_id")
+        if not out or out[-1]["fingerprint_id"] != fp:
+            out.append({"start_index": i, "fingerprint_id": fp})
+    return out
+
+
+def describe(dims: dict, *, with_version: bool = True, with_machine: bool = True) -> str:
+    """Readable, stable one-line name: ``SET standalone io2 P16 c50 d3 valkey:9.1.2 [cloud-x86]``.
+
+    Dimensions that are at their usual value are still written when they are part of the
+    short form so names stay stable when defaults change; rarer dimensions are appended only
+    when set, which keeps names short yet unique (see :func:`unique_names`)."""
+    parts = [str(dims.get("command", "?")), str(dims.get("topology", "?"))]
+    parts.append(f"io{dims.get('io_threads', '?')}")
+    parts.append(f"P{dims.get('pipeline', '?')}")
+    parts.append(f"c{dims.get('clients', '?')}")
+    parts.append(f"d{dims.get('data_size', '?')}")
+    if dims.get("client_threads"):
+        parts.append(f"t{dims['client_threads']}")
+    if dims.get("read_from") not in (None, "primary"):
+        parts.append(f"from-{dims['read_from']}")
+    if dims.get("tool") not in (None, "valkey-benchmark"):
+        parts.append(str(dims["tool"]))
+    if with_version:
+        parts.append(f"{dims.get('engine', '?')}:{dims.get('version', '?')}")
+    name = " ".join(parts)
+    if with_machine:
+        name += f" [{dims.get('machine_class', '?')}]"
+    return name
+
+
+def unique_names(dims_by_sid: dict[str, dict]) -> dict[str, str]:
+    """:func:`describe` for each series, with ``#<sid[:6]>`` appended where two series would
+    otherwise share a name (they differ in a dimension the short form leaves out)."""
+    names = {sid: describe(dims) for sid, dims in dims_by_sid.items()}
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {sid: (f"{name} #{sid[:6]}" if counts[name] > 1 else name) for sid, name in names.items()}

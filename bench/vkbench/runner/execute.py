@@ -1,0 +1,255 @@
+"""Run cells: deploy, preload, warm up, repeat, measure, judge, write one result per cell.
+
+The library reports progress through a callback and never prints; the CLI draws it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from .. import RESULT_SCHEMA_VERSION, __version__
+from ..errors import BenchmarkFailedError, ParseError, VkbenchError
+from ..matrix.model import Cell
+from ..topology.backend import Backend, Deployment, DeploymentSpec
+from ..topology.model import ServerSettings, Topology
+from . import preload as preloading
+from .aggregate import merge_target_records, summarize_repetitions
+from .cpu import CpuSnapshot, server_cores_used
+from .process import run_tools
+from .tools import build_command, targets
+from .validity import _cpuset_size, check
+
+ProgressFn = Callable[[str, Cell, int], None]   # (event, cell, repetition index)
+
+
+@dataclass
+class RunContext:
+    backend: Backend
+    out_dir: Path
+    run_id: str
+    trigger: str = "manual"
+    machine_class: str | None = None        # overrides cell.runner in the result
+    workflow_run_url: str | None = None
+    environment: dict = field(default_factory=dict)
+    tool_paths: dict[str, object] = field(default_factory=dict)   # tool name -> servers.Binary
+    repetition_timeout: float = 600.0
+    work_dir: Path | None = None
+
+
+@dataclass
+class CellState:
+    """What accumulates for one cell across repetitions (and across rounds when interleaving)."""
+
+    cell: Cell
+    started: str = ""
+    repetitions: list[dict] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    deployment_info: dict = field(default_factory=dict)
+    keys_before_reads: int | None = None
+    command_line: str | None = None
+    duration_s: float = 0.0
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: ProgressFn | None = None) -> None:
+    """Deploy the cell's topology once and run ``count`` repetitions against it."""
+    cell = state.cell
+    if not state.started:
+        state.started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    tool = ctx.tool_paths[cell.tool]
+    password = secrets.token_urlsafe(24)
+    work_root = Path(tempfile.mkdtemp(prefix="vkbench-", dir=ctx.work_dir))
+    spec = DeploymentSpec(
+        topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
+        settings=ServerSettings(io_threads=cell.io_threads, extra_args=tuple(cell.extra_server_args)),
+        password=password, run_dir=work_root.resolve(), server_cpus=cell.cpu.server if cell.cpu else None,
+    )
+    raw_dir = ctx.out_dir / f"{cell.cell_id}.raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    t_cell = time.monotonic()
+    try:
+        if progress:
+            progress("deploy", cell, len(state.repetitions))
+        with ctx.backend.deploy(spec) as deployment:
+            state.deployment_info = _deployment_info(deployment)
+            _prepare(state, deployment, tool, ctx, raw_dir)
+            for _ in range(count):
+                index = len(state.repetitions) + len(state.failures)
+                if progress:
+                    progress("repetition", cell, index)
+                _one_repetition(state, deployment, tool, ctx, raw_dir, index, password)
+                if progress:
+                    progress("repetition-done", cell, index)
+    finally:
+        state.duration_s += time.monotonic() - t_cell
+        shutil.rmtree(work_root, ignore_errors=True)
+
+
+def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, raw_dir: Path) -> None:
+    cell = state.cell
+    if cell.preload and cell.keyspace and preloading.needs_preload(cell.tests):
+        preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size)
+        preloading.wait_replicas_synced(deployment)
+    if preloading.needs_preload(cell.tests):
+        state.keys_before_reads = preloading.total_keys(deployment)
+    if cell.warmup:
+        commands = [build_command(cell, t, deployment.spec.password, str(tool.path), requests=cell.warmup)
+                    for t in targets(cell, deployment)]
+        for c in commands:
+            c.env.update(getattr(tool, "env", {}) or {})
+        runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
+        (raw_dir / "warmup.txt").write_text(_scrub("".join(r.output for r in runs), deployment.spec.password))
+
+
+def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunContext, raw_dir: Path,
+                    index: int, password: str) -> None:
+    from ..parsers import parse_output
+
+    cell = state.cell
+    json_dir = Path(tempfile.mkdtemp(prefix="vkbench-json-"))
+    commands = []
+    for n, target in enumerate(targets(cell, deployment)):
+        json_out = str(json_dir / f"memtier-{n}.json") if cell.tool == "memtier_benchmark" else None
+        cmd = build_command(cell, target, password, str(tool.path), json_out=json_out)
+        cmd.env.update(getattr(tool, "env", {}) or {})
+        commands.append(cmd)
+    state.command_line = commands[0].display()
+    before = CpuSnapshot.take(deployment.server_pids)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
+    elapsed = max(r.elapsed_s for r in runs)
+    after = CpuSnapshot.take(deployment.server_pids)
+    raw_name = f"rep-{index + 1}.txt"
+    raw_text = _scrub("\n".join(r.output for r in runs), password)
+    (raw_dir / raw_name).write_text(raw_text)
+    try:
+        per_target = []
+        for n, (cmd, run) in enumerate(zip(commands, runs)):
+            if run.timed_out:
+                raise BenchmarkFailedError(f"{cell.tool} did not finish within {ctx.repetition_timeout:.0f} s",
+                                           hint="lower requests or raise --timeout")
+            text = Path(cmd.json_out).read_text() if cmd.json_out and Path(cmd.json_out).exists() else run.output
+            records = parse_output(_scrub(text, password), tool=cell.tool, source=f"{raw_dir.name}/{raw_name}")
+            if run.exit_code != 0:
+                raise BenchmarkFailedError(f"{cell.tool} exited with {run.exit_code}", hint=f"see {raw_dir / raw_name}")
+            per_target.append(records)
+        records, warnings = merge_target_records(per_target)
+    except (ParseError, BenchmarkFailedError) as exc:
+        state.failures.append(f"repetition {index + 1}: {exc.message}")
+        return
+    finally:
+        shutil.rmtree(json_dir, ignore_errors=True)
+    client_cores = sum(r.cpu_seconds for r in runs) / elapsed if elapsed else None
+    state.repetitions.append({
+        "index": index,
+        "started": started,
+        "elapsed_s": round(elapsed, 4),
+        "records": [r.to_dict() for r in records],
+        "cpu": {
+            "client_cores": round(client_cores, 3) if client_cores is not None else None,
+            "client_pct": round(100 * client_cores, 1) if client_cores is not None else None,
+            "server_cores": _round(server_cores_used(before, after, elapsed)),
+            "server_pct": _round(100 * s) if (s := server_cores_used(before, after, elapsed)) is not None else None,
+            "client_threads": cell.client_threads,
+        },
+        "raw_output": f"{raw_dir.name}/{raw_name}",
+        "exit_code": max(r.exit_code for r in runs),
+        "warnings": warnings,
+    })
+
+
+def build_result(state: CellState, ctx: RunContext) -> dict:
+    cell = state.cell
+    if not state.repetitions:
+        raise BenchmarkFailedError(
+            f"cell {cell.cell_id}: every repetition failed: " + "; ".join(state.failures),
+            hint=f"read the raw output in {ctx.out_dir / (cell.cell_id + '.raw')}",
+        )
+    info = state.deployment_info
+    server_cpus = _cpuset_size(cell.cpu.server) if cell.cpu else (ctx.environment.get("cores") or None)
+    validity = check(
+        cell, repetitions=state.repetitions, keys_before_reads=state.keys_before_reads,
+        shards=Topology.parse(cell.topology).shards, server_cpus=server_cpus,
+        throttled=ctx.environment.get("throttled"), failed_repetitions=len(state.failures),
+    )
+    tool = ctx.tool_paths[cell.tool]
+    return {
+        "schema_version": RESULT_SCHEMA_VERSION,
+        "kind": "vkbench.result",
+        "run": {
+            "run_id": ctx.run_id,
+            "cell_id": cell.cell_id,
+            "timestamp": state.started,
+            "trigger": ctx.trigger,
+            "vkbench_version": __version__,
+            "vkbench_commit": vkbench_commit(),
+            "workflow_run_url": ctx.workflow_run_url,
+            "machine_class": ctx.machine_class or cell.runner,
+            "backend": ctx.backend.name,
+            "command_line": state.command_line,
+            "duration_s": round(state.duration_s, 3),
+        },
+        "subject": {
+            "engine": cell.engine,
+            "version": cell.version,
+            "server_version": info.get("server_version"),
+            "commit": info.get("server_commit"),
+            "build": info.get("build") or None,
+        },
+        "tool": {
+            "name": cell.tool,
+            "version": getattr(tool, "version", None),
+            "build": {"source": getattr(tool, "source", "path"), "id": getattr(tool, "build_id", None),
+                      "detail": str(getattr(tool, "path", ""))},
+        },
+        "dimensions": cell.dimensions(),
+        "repetitions": state.repetitions,
+        "summary": summarize_repetitions(state.repetitions),
+        "environment": ctx.environment,
+        "validity": validity,
+    }
+
+
+def _deployment_info(deployment: Deployment) -> dict:
+    return {
+        "server_version": deployment.server_version,
+        "server_commit": deployment.server_commit,
+        "build": deployment.build,
+        "startup_s": deployment.startup_s,
+    }
+
+
+def _scrub(text: str, password: str) -> str:
+    return text.replace(password, "***") if password else text
+
+
+def _round(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
+
+
+def vkbench_commit() -> str | None:
+    """The commit of this checkout of vkbench, when it is one (or GITHUB_SHA in a workflow)."""
+    import os
+
+    if os.environ.get("GITHUB_SHA"):
+        return os.environ["GITHUB_SHA"]
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+__all__ = ["RunContext", "CellState", "run_repetitions", "build_result", "new_run_id", "VkbenchError"]

@@ -1,0 +1,140 @@
+"""A whole ``vkbench run``: resolve binaries, clean leftovers, run every cell, write results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..envinfo import fingerprint
+from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError, VkbenchError
+from ..matrix.model import Cell
+from ..results.io import write_result
+from ..topology.backend import get_backend
+from .execute import CellState, ProgressFn, RunContext, build_result, new_run_id, run_repetitions
+
+
+@dataclass
+class RunOptions:
+    backend: str = "native"
+    out_dir: Path = Path("vkbench-results")
+    run_id: str | None = None
+    machine_class: str | None = None
+    trigger: str = "manual"
+    workflow_run_url: str | None = None
+    interleave: bool = False
+    timeout: float = 600.0
+    state_dir: Path | None = None
+
+
+@dataclass
+class CellOutcome:
+    cell: Cell
+    result: dict | None = None
+    path: Path | None = None
+    error: VkbenchError | None = None
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    out_dir: Path
+    outcomes: list[CellOutcome] = field(default_factory=list)
+    cleaned: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[CellOutcome]:
+        return [o for o in self.outcomes if o.error]
+
+    def to_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "out_dir": str(self.out_dir),
+            "cells": [
+                {
+                    "cell_id": o.cell.cell_id,
+                    "file": str(o.path) if o.path else None,
+                    "valid": o.result["validity"]["valid"] if o.result else False,
+                    "flags": [f["code"] for f in o.result["validity"]["flags"]] if o.result else [],
+                    "summary": {cmd: {m: s["median"] for m, s in metrics.items()} for cmd, metrics in o.result["summary"].items()} if o.result else {},
+                    "error": str(o.error) if o.error else None,
+                }
+                for o in self.outcomes
+            ],
+        }
+
+    def raise_for_failures(self) -> None:
+        """Exit with the code of the first failure (after every cell had its chance)."""
+        if not self.failures:
+            return
+        first = self.failures[0].error
+        n = len(self.failures)
+        raise type(first)(f"{n} of {len(self.outcomes)} cells failed; first: {first.message}", hint=first.hint)
+
+
+def _state_dir_kwargs(options: RunOptions) -> Path:
+    return options.state_dir or (Path.home() / ".cache" / "vkbench" / "state")
+
+
+def cleanup(options: RunOptions) -> list[str]:
+    backend = get_backend(options.backend)
+    return backend.cleanup_stale(_state_dir_kwargs(options))
+
+
+def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | None = None) -> RunReport:
+    from ..servers import resolve_server, resolve_tool
+
+    backend = get_backend(options.backend)
+    state_dir = _state_dir_kwargs(options)
+    if hasattr(backend, "state_dir"):
+        backend.state_dir = state_dir
+    report = RunReport(run_id=options.run_id or new_run_id(), out_dir=options.out_dir)
+    report.cleaned = backend.cleanup_stale(state_dir)
+
+    # Fail before starting anything when a binary is missing: exit code 3, with the fetch hint.
+    tools = {name: resolve_tool(name) for name in sorted({c.tool for c in cells})}
+    if options.backend == "native":
+        for engine, version in sorted({(c.engine, c.version) for c in cells}):
+            resolve_server(engine, version)
+
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    ctx = RunContext(
+        backend=backend, out_dir=options.out_dir, run_id=report.run_id, trigger=options.trigger,
+        machine_class=options.machine_class, workflow_run_url=options.workflow_run_url,
+        environment=fingerprint(probe_container_runtime=options.backend == "compose"),
+        tool_paths=tools, repetition_timeout=options.timeout,
+    )
+    states = [CellState(cell) for cell in cells]
+    errors: dict[str, VkbenchError] = {}
+
+    def attempt(state: CellState, count: int) -> None:
+        if state.cell.cell_id in errors:
+            return
+        try:
+            run_repetitions(state, ctx, count, progress)
+        except (ServerStartError, BenchmarkFailedError, MissingBinaryError) as exc:
+            errors[state.cell.cell_id] = exc
+            if progress:
+                progress("cell-failed", state.cell, 0)
+
+    if options.interleave:
+        for round_index in range(max(c.repetitions for c in cells)):
+            for state in states:
+                if round_index < state.cell.repetitions:
+                    attempt(state, 1)
+    else:
+        for state in states:
+            attempt(state, state.cell.repetitions)
+
+    for state in states:
+        outcome = CellOutcome(state.cell)
+        if state.cell.cell_id in errors:
+            outcome.error = errors[state.cell.cell_id]
+        else:
+            try:
+                outcome.result = build_result(state, ctx)
+                outcome.path = options.out_dir / f"{state.cell.cell_id}.json"
+                write_result(outcome.path, outcome.result)
+            except BenchmarkFailedError as exc:
+                outcome.error = exc
+        report.outcomes.append(outcome)
+    return report

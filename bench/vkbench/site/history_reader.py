@@ -1,0 +1,115 @@
+"""Read-only access to a history directory, as docs/history-format.md documents it.
+
+The site reads the *format*, not the store's code: the history is the contract between
+``vkbench ingest`` (which writes it) and this build, and a site built from a copy of gh-pages
+must not depend on how the store happens to be implemented today. Every problem is a
+:class:`ResultFileError` that names the file and says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..errors import ResultFileError
+
+#: The newest history layout this code reads (format.json's ``history_version``).
+HISTORY_VERSION = 1
+
+_REBUILD_HINT = "restore the history from the gh-pages branch (history/), or re-ingest the results with `vkbench ingest`"
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint=_REBUILD_HINT) from None
+
+
+@dataclass
+class History:
+    root: Path
+    index: dict
+
+    @property
+    def series(self) -> dict[str, dict]:
+        return self.index.get("series") or {}
+
+    def shard_path(self, sid: str, month: str) -> Path:
+        return self.root / "series" / sid[:2] / sid / f"{month}.jsonl"
+
+    def read_points(self, sid: str) -> list[dict]:
+        """Every line of the series, sorted by (timestamp, run_id) as the format asks readers to."""
+        entry = self.series[sid]
+        points: list[dict] = []
+        for month in entry.get("shards") or []:
+            points.extend(self._read_shard(self.shard_path(sid, month)))
+        points.sort(key=lambda p: (p.get("timestamp") or "", p.get("run_id") or ""))
+        return points
+
+    def _read_shard(self, path: Path) -> Iterator[dict]:
+        try:
+            fh = path.open(encoding="utf-8")
+        except FileNotFoundError:
+            raise ResultFileError(f"{path}: listed in index.json but missing", hint=_REBUILD_HINT) from None
+        with fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    point = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ResultFileError(f"{path}:{lineno}: corrupt JSON line ({exc})", hint=_REBUILD_HINT) from None
+                if not isinstance(point, dict) or "timestamp" not in point or "metrics" not in point:
+                    raise ResultFileError(f"{path}:{lineno}: not a series line (no timestamp/metrics)", hint=_REBUILD_HINT)
+                yield point
+
+    def fingerprint(self, fingerprint_id: str) -> dict | None:
+        """The environment of a fingerprint; None when the file is absent (older histories)."""
+        path = self.root / "fingerprints" / f"{fingerprint_id}.json"
+        if not path.is_file():
+            return None
+        data = _load_json(path)
+        return data if isinstance(data, dict) else None
+
+    def detect(self) -> dict:
+        """detect.json, or an empty detection when `vkbench detect` has not run yet."""
+        path = self.root / "detect.json"
+        if not path.is_file():
+            return {"change_points": [], "incidents": [], "segments": {}, "noise": {}}
+        data = _load_json(path)
+        if not isinstance(data, dict):
+            raise ResultFileError(f"{path}: not a detection output (top level is not an object)", hint="re-run `vkbench detect`")
+        return data
+
+
+def open_history(root: Path) -> History:
+    root = Path(root)
+    if not root.is_dir():
+        raise ResultFileError(f"{root}: no such history directory", hint="pass the history directory written by `vkbench ingest` (history/ on gh-pages)")
+    fmt = root / "format.json"
+    if fmt.is_file():
+        version = (_load_json(fmt) or {}).get("history_version")
+        if isinstance(version, int) and version > HISTORY_VERSION:
+            raise ResultFileError(
+                f"{fmt}: history_version {version} is newer than this vkbench reads ({HISTORY_VERSION})",
+                hint="upgrade vkbench (pull the repository) before building the site",
+            )
+    index_path = root / "index.json"
+    if not index_path.is_file():
+        raise ResultFileError(
+            f"{root}: no index.json; this is not a vkbench history directory",
+            hint="pass the directory that `vkbench ingest` writes (it holds index.json and series/), e.g. history/ on gh-pages",
+        )
+    index = _load_json(index_path)
+    if not isinstance(index, dict) or not isinstance(index.get("series", {}), dict):
+        raise ResultFileError(f"{index_path}: not a history index (no 'series' object)", hint=_REBUILD_HINT)
+    version = index.get("history_version", HISTORY_VERSION)
+    if isinstance(version, int) and version > HISTORY_VERSION:
+        raise ResultFileError(
+            f"{index_path}: history_version {version} is newer than this vkbench reads ({HISTORY_VERSION})",
+            hint="upgrade vkbench (pull the repository) before building the site",
+        )
+    return History(root=root, index=index)

@@ -1,0 +1,84 @@
+// Formatting and metric facts shared by every view. Numbers use the reader's locale.
+
+export const METRIC_INFO = {
+  rps: { label: "Throughput", unit: "req/s", better: "higher" },
+  avg: { label: "Average latency", unit: "ms", better: "lower" },
+  min: { label: "Minimum latency", unit: "ms", better: "lower" },
+  p50: { label: "p50 latency", unit: "ms", better: "lower" },
+  p95: { label: "p95 latency", unit: "ms", better: "lower" },
+  p99: { label: "p99 latency", unit: "ms", better: "lower" },
+  p999: { label: "p99.9 latency", unit: "ms", better: "lower" },
+  max: { label: "Maximum latency", unit: "ms", better: "lower" },
+};
+
+export const DIM_LABELS = {
+  server: "Engine + version", topology: "Topology", io_threads: "io-threads", command: "Command",
+  pipeline: "Pipeline", clients: "Clients", data_size: "Data size (bytes)", tool: "Tool",
+  machine_class: "Machine class", arch: "Arch", engine: "Engine", version: "Version",
+  client_threads: "Client threads", keyspace: "Keyspace", requests: "Requests", duration: "Duration (s)",
+  warmup: "Warm-up", preload: "Preload", read_from: "Read from", extra_server_args: "Server args",
+  cpu: "CPU placement", tests: "Tests",
+};
+
+const nf = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 4 });
+const nfFull = new Intl.NumberFormat(undefined, { maximumFractionDigits: 3 });
+const nfCompact = new Intl.NumberFormat(undefined, { notation: "compact", maximumSignificantDigits: 3 });
+
+export function fmtValue(v, metric) {
+  if (v == null || Number.isNaN(v)) return "–";
+  return metric === "rps" ? nfFull.format(Math.round(v)) : nf.format(v);
+}
+
+export function fmtAxis(v, metric) {
+  if (v == null) return "";
+  return metric === "rps" ? nfCompact.format(v) : nf.format(v);
+}
+
+export function fmtWithUnit(v, metric) {
+  return `${fmtValue(v, metric)} ${METRIC_INFO[metric]?.unit ?? ""}`.trim();
+}
+
+export function fmtPct(x, digits = 1) {
+  if (x == null || !Number.isFinite(x)) return "–";
+  const s = (x * 100).toFixed(digits);
+  return (x > 0 ? "+" : x < 0 ? "−" : "±") + s.replace("-", "") + "%";
+}
+
+export function fmtDate(t) {
+  if (t == null) return "–";
+  return new Date(t * 1000).toISOString().slice(0, 10);
+}
+
+export function fmtDateTime(t) {
+  if (t == null) return "–";
+  return new Date(t * 1000).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+}
+
+export function fmtAgo(t, now = Date.now() / 1000) {
+  if (t == null) return "";
+  const d = Math.round((now - t) / 86400);
+  if (d <= 0) return "today";
+  if (d === 1) return "yesterday";
+  if (d < 60) return `${d} days ago`;
+  return `${Math.round(d / 30)} months ago`;
+}
+
+export function shortSha(sha) {
+  return sha ? sha.slice(0, 7) : "";
+}
+
+/** Is a change of `delta` (relative) an improvement for this metric? */
+export function isBetter(metric, delta) {
+  return METRIC_INFO[metric]?.better === "higher" ? delta > 0 : delta < 0;
+}
+
+export function dimValueText(dim, v) {
+  if (v == null || v === "") return "–";
+  if (dim === "io_threads") return `io-threads ${v}`;
+  if (dim === "pipeline") return `P${v}`;
+  if (dim === "clients") return `${v} clients`;
+  if (dim === "data_size") return `${v} B`;
+  if (v === true) return "yes";
+  if (v === false) return "no";
+  return String(v);
+}

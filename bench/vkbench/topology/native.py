@@ -1,0 +1,261 @@
+"""The native backend: real server processes on 127.0.0.1, one directory per node.
+
+Per deployment (``with NativeBackend().deploy(spec) as deployment:``)::
+
+    <spec.run_dir>/<node name>/valkey.conf   mode 0600: holds the password, so it never shows in ps
+    <spec.run_dir>/<node name>/server.log    the server's log file
+    <spec.run_dir>/<node name>/stdio.log     stdout/stderr (config errors appear only here)
+    <state dir>/native-<pid>-<port>.json     pid files; state dir = <spec.run_dir>/../.state
+                                             unless NativeBackend(state_dir=...) is given
+
+Files of an earlier deployment in the same run_dir are overwritten. Teardown runs on every exit
+of the context (success, exception, Ctrl-C, SIGTERM): SHUTDOWN NOSAVE (replicas first), then
+SIGTERM, then SIGKILL; pid files removed; ports checked free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import valkey
+
+from ..errors import MissingBinaryError, ServerStartError
+from ..servers import Binary, resolve_server
+from . import procs
+from .backend import Backend, Deployment, DeploymentSpec, Endpoint
+from .cluster_setup import create_cluster
+from .model import NodeSpec, render_config_file, server_config
+from .readiness import connect, info, wait_ready
+
+log = logging.getLogger(__name__)
+
+LISTEN_TIMEOUT_S = 10.0     # from exec to accepting connections; measured 0.04-0.1 s here
+START_ATTEMPTS = 3          # a port taken between the probe and the server's bind: new ports, retry
+
+
+class _PortTaken(Exception):
+    """A server could not bind its port: somebody took it after the probe."""
+
+
+class NativeBackend(Backend):
+    name = "native"
+
+    def __init__(self, state_dir: Path | None = None, *, fetch: bool = True, ready_timeout: float = 30.0):
+        self.state_dir = state_dir
+        self.fetch = fetch                  # False: a binary missing from the cache is an error
+        self.ready_timeout = ready_timeout
+
+    def state_dir_for(self, spec: DeploymentSpec) -> Path:
+        return self.state_dir or spec.run_dir.parent / ".state"
+
+    def cleanup_stale(self, state_dir: Path) -> list[str]:
+        return procs.cleanup_stale(state_dir)
+
+    @contextlib.contextmanager
+    def deploy(self, spec: DeploymentSpec) -> Iterator[Deployment]:
+        binary = resolve_server(spec.engine, spec.version, fetch=self.fetch)
+        state_dir = self.state_dir_for(spec)
+        self.cleanup_stale(state_dir)
+        if spec.server_cpus and shutil.which("taskset") is None:
+            raise MissingBinaryError("taskset is needed to pin servers to CPUs", hint="apt-get install util-linux")
+        started: list[procs.ServerProcess] = []
+        with _sigterm_raises_exit():
+            try:
+                began = time.monotonic()
+                deployment = self._start(spec, binary, state_dir, started)
+                deployment.startup_s = round(time.monotonic() - began, 4)
+                yield deployment
+            finally:
+                with _signals_deferred():
+                    _teardown(started, spec.password, cluster=spec.topology.is_cluster)
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def _start(self, spec: DeploymentSpec, binary: Binary, state_dir: Path,
+               started: list[procs.ServerProcess]) -> Deployment:
+        nodes = spec.topology.nodes()
+        for attempt in range(1, START_ATTEMPTS + 1):
+            ports = procs.allocate_ports(len(nodes), cluster=spec.topology.is_cluster, host=spec.settings.bind)
+            try:
+                for node in nodes:
+                    _start_node(spec, binary, node, ports, state_dir, started)
+                _wait_listening(started, spec.password)
+                break
+            except _PortTaken as exc:
+                log.info("attempt %d: %s; retrying with other ports", attempt, exc)
+                _teardown(started, spec.password, cluster=spec.topology.is_cluster)
+                started.clear()
+                if attempt == START_ATTEMPTS:
+                    raise ServerStartError(str(exc), hint="another program keeps taking ports 20000-39999; retry") from None
+        endpoints = [Endpoint(p.name, spec.settings.bind, p.port, p.role, p.shard, p.pid) for p in started]
+        by_name = {p.name: p for p in started}
+        if spec.topology.is_cluster:
+            create_cluster(endpoints, spec.password, timeout=self.ready_timeout)
+        wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
+                   log_tail=lambda e: by_name[e.name].log_tail())
+        version, commit = _server_identity(endpoints[0], spec.password)
+        return Deployment(
+            spec=spec, endpoints=endpoints, server_version=version, server_commit=commit,
+            build=binary.as_build(), log_files=[p.log_file for p in started],
+        )
+
+
+def _start_node(spec: DeploymentSpec, binary: Binary, node: NodeSpec, ports: list[int],
+                state_dir: Path, started: list[procs.ServerProcess]) -> None:
+    """Start one node; it joins ``started`` the moment it exists, so a Ctrl-C at any point still
+    tears it down."""
+    workdir = (spec.run_dir / node.name).absolute()
+    workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for old in workdir.glob("nodes-*.conf"):
+        old.unlink()   # a cluster node would reload an old cluster's state from it
+    port = ports[node.index]
+    primary_port = ports[node.primary_index] if node.primary_index is not None else None
+    directives = server_config(
+        spec.topology, node, port=port, primary_port=primary_port, settings=spec.settings,
+        password=spec.password, workdir=str(workdir), primary_host=spec.settings.bind,
+    )
+    config = workdir / f"{binary.engine}.conf"
+    procs.write_private(config, render_config_file(directives))
+    log_file, stdio_file = workdir / "server.log", workdir / "stdio.log"
+    log_file.unlink(missing_ok=True)
+    command = [str(binary.path), str(config)]
+    if spec.server_cpus:
+        command = ["taskset", "-c", spec.server_cpus, *command]
+    popen = procs.start_server(command, workdir=workdir, stdio_file=stdio_file, env=binary.run_env())
+    proc = procs.ServerProcess(node.name, port, node.role, node.shard, workdir, config, log_file, stdio_file, popen)
+    started.append(proc)
+    procs.write_pidfile(state_dir, proc, binary.path)
+
+
+def _wait_listening(started: list[procs.ServerProcess], password: str) -> None:
+    """Every server answers PING, or one has exited (port taken: _PortTaken; else ServerStartError)."""
+    deadline = time.monotonic() + LISTEN_TIMEOUT_S
+    waiting = list(started)
+    while waiting:
+        for proc in list(waiting):
+            if proc.popen.poll() is not None:
+                tail = proc.log_tail()
+                if "Address already in use" in tail:
+                    raise _PortTaken(f"{proc.name} could not bind port {proc.port}")
+                raise ServerStartError(
+                    f"{proc.name} exited with status {proc.popen.returncode} while starting:\n{tail}",
+                    hint=f"read the log above; the config is {proc.config}",
+                )
+            client = connect("127.0.0.1", proc.port, password, timeout=0.5)
+            try:
+                client.ping()
+                waiting.remove(proc)
+            except valkey.exceptions.ValkeyError:
+                pass
+            finally:
+                client.close()
+        if waiting and time.monotonic() > deadline:
+            proc = waiting[0]
+            raise ServerStartError(
+                f"{proc.name} does not answer on 127.0.0.1:{proc.port} after {LISTEN_TIMEOUT_S:.0f} s:\n{proc.log_tail()}",
+                hint="read the log above; is the machine overloaded?",
+            )
+        if waiting:
+            time.sleep(0.01)
+
+
+def _server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str | None]:
+    client = connect(endpoint.host, endpoint.port, password)
+    try:
+        fields = info(client, "server")
+    finally:
+        client.close()
+    version = fields.get("valkey_version") or fields.get("redis_version")
+    commit = fields.get("valkey_git_sha1") or fields.get("redis_git_sha1")
+    return version, (commit if commit and commit.strip("0") else None)
+
+
+# -- teardown ----------------------------------------------------------------------------------
+
+def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: bool) -> None:
+    """Stop everything in ``started``; never raises (it runs while another error may propagate)."""
+    if not started:
+        return
+    # Replicas first: a primary asked to shut down waits for lagging replicas (shutdown-timeout).
+    for proc in sorted(started, key=lambda p: p.role != "replica"):
+        if proc.popen.poll() is None:
+            _shutdown_nosave(proc, password)
+    killed = procs.stop(started, grace_s=3.0, term_s=3.0)
+    if killed:
+        log.warning("servers needed SIGKILL: %s", ", ".join(killed))
+    for proc in started:
+        if proc.pidfile is not None:
+            proc.pidfile.unlink(missing_ok=True)
+    ports = [p.port for p in started]
+    deadline = time.monotonic() + 2.0
+    while (busy := procs.ports_in_use(ports, cluster=cluster)) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if busy:
+        log.warning("ports still in use after teardown: %s", busy)
+
+
+def _shutdown_nosave(proc: procs.ServerProcess, password: str) -> None:
+    client = connect("127.0.0.1", proc.port, password, timeout=2.0)
+    try:
+        client.execute_command("SHUTDOWN", "NOSAVE")
+    except valkey.exceptions.ConnectionError:
+        pass   # expected: the server closes the connection as it exits
+    except valkey.exceptions.ValkeyError as exc:
+        log.info("SHUTDOWN NOSAVE on %s: %s (will signal)", proc.name, exc)
+    finally:
+        client.close()
+
+
+# -- signals -----------------------------------------------------------------------------------
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def _sigterm_raises_exit() -> Iterator[None]:
+    """While servers run, SIGTERM unwinds like Ctrl-C so the teardown runs. Only when it is safe:
+    on the main thread and when nobody else (the CLI, a test runner) handles SIGTERM already."""
+    if not _on_main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+
+    def _raise(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """A Ctrl-C or SIGTERM during teardown waits until the teardown is done, then takes effect."""
+    if not _on_main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if any(handler is None for handler in previous.values()):
+        yield   # a handler installed outside Python could not be restored: leave them alone
+        return
+    for sig in previous:
+        signal.signal(sig, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if signal.SIGINT in received:
+            raise KeyboardInterrupt
+        if signal.SIGTERM in received:
+            signal.raise_signal(signal.SIGTERM)   # whatever handled SIGTERM before handles it now
