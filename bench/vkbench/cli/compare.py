@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
+from .console import make_console
 from rich.table import Table
 
 from ..compare import METRICS, Row, compare_dirs, rows_to_json
@@ -74,7 +74,7 @@ def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str) -> 
         table.add_row(r.key, r.command, r.metric, _value(r.metric, r.base), _value(r.metric, r.candidate),
                       _pct(r.change), _ci(r), "-" if r.p_value is None else f"{r.p_value:.3f}",
                       f"[{style}]{_verdict(r)}[/]" if style else _verdict(r))
-    console = Console()
+    console = make_console()
     console.print(table)
     for u in unmatched:
         console.print(f"[yellow]{u}[/yellow]")

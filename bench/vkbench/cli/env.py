@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
+from .console import make_console
 from rich.table import Table
 
 from ..envinfo import fingerprint
@@ -28,4 +28,4 @@ def env_cmd(as_json: bool, container_runtime: bool) -> None:
         if key == "memory_bytes" and value:
             value = f"{value / 2**30:.1f} GiB"
         table.add_row(key, "-" if value is None else str(value))
-    Console().print(table)
+    make_console().print(table)

@@ -6,6 +6,8 @@ import json
 
 import click
 from rich.console import Console
+
+from .console import make_console
 from rich.table import Table
 
 from ..matrix.cells import github_matrix
@@ -36,7 +38,7 @@ def matrix_cmd(source: str, fmt: str, **kwargs) -> None:
 
 
 def print_plan(cells, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     table = Table(title=f"{len(cells)} cells", title_justify="left")
     for col in ("#", "server", "topology", "io-threads", "tool", "tests", "P", "clients", "threads", "size", "keyspace", "requests", "reps", "runner"):
         table.add_column(col, justify="right" if col in ("#", "io-threads", "P", "clients", "threads", "size", "keyspace", "requests", "reps") else "left")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import click
-from rich.console import Console
+from .console import make_console
 
 from ..errors import UsageError
 from ..runner.session import RunOptions, run_session
@@ -56,7 +56,7 @@ def run_cmd(source, preset, cell_args, backend, out_dir, run_id, machine_class, 
     options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
                          trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
                          timeout=timeout, state_dir=state_dir)
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     if cleanup_only:
         from ..runner.session import cleanup
 
@@ -75,5 +75,5 @@ def run_cmd(source, preset, cell_args, backend, out_dir, run_id, machine_class, 
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        print_summary(report, Console())
+        print_summary(report, make_console())
     report.raise_for_failures()

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 
 import click
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -30,14 +31,20 @@ def list_cmd(as_json: bool) -> None:
                                "aliases": aliases()}, indent=2))
         return
     root = cache_dir()
-    table = Table(title=f"servers and tools (cache: {root})")
-    for column in ("kind", "engine", "version", "binary", "source", "cached", "fetchable here"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("path (under the cache unless absolute)", overflow="fold")
-    for r in table_rows:
-        path = r.path[len(str(root)) + 1:] if r.path.startswith(f"{root}/") else r.path
-        table.add_row(r.kind, r.engine, r.version, r.name, r.source, "yes" if r.cached else "no", r.fetchable, path)
     console = Console()
+    with_paths = console.width >= 110   # below that the path column is unreadable; --json has it
+    table = Table(title=f"servers and tools (cache: {root})", box=box.SIMPLE_HEAD,
+                  caption="relative paths are inside the cache" if with_paths else "paths: widen the terminal or use --json")
+    # Short columns never wrap; the long ones fold.
+    for column in ("engine", "version", "binary", "source", "cached", "fetchable here"):
+        table.add_column(column, no_wrap=column != "fetchable here")
+    if with_paths:
+        table.add_column("path", overflow="fold")
+    for r in table_rows:
+        cells = [r.engine, r.version, r.name, r.source, "yes" if r.cached else "no", r.fetchable]
+        if with_paths:
+            cells.append(r.path[len(str(root)) + 1:] if r.path.startswith(f"{root}/") else r.path)
+        table.add_row(*cells)
     console.print(table)
     console.print("aliases: " + ", ".join(f"{k} -> {v}" for k, v in aliases().items()))
 

@@ -25,7 +25,7 @@ from .aggregate import merge_target_records, summarize_repetitions
 from .cpu import CpuSnapshot, server_cores_used
 from .process import run_tools
 from .tools import build_command, targets
-from .validity import _cpuset_size, check
+from .validity import _cpuset_size, check, client_thread_count
 
 ProgressFn = Callable[[str, Cell, int], None]   # (event, cell, repetition index)
 
@@ -177,7 +177,7 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
             hint=f"read the raw output in {ctx.out_dir / (cell.cell_id + '.raw')}",
         )
     info = state.deployment_info
-    server_cpus = _cpuset_size(cell.cpu.server) if cell.cpu else (ctx.environment.get("cores") or None)
+    server_cpus = _server_cpus(cell, ctx)
     validity = check(
         cell, repetitions=state.repetitions, keys_before_reads=state.keys_before_reads,
         shards=Topology.parse(cell.topology).shards, server_cpus=server_cpus,
@@ -219,6 +219,20 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
         "environment": ctx.environment,
         "validity": validity,
     }
+
+
+def _server_cpus(cell: Cell, ctx: RunContext) -> int | None:
+    """CPUs the servers can really use: their CPU set, or on a shared machine (native backend,
+    no placement) the cores left after the client's threads."""
+    if cell.cpu:
+        return _cpuset_size(cell.cpu.server)
+    cores = ctx.environment.get("cores")
+    if not cores:
+        return None
+    if ctx.backend.name == "native" or getattr(ctx.backend, "server_host", None) in (None, "127.0.0.1", "localhost"):
+        shards = Topology.parse(cell.topology).shards
+        return max(1, cores - client_thread_count(cell, shards))
+    return cores
 
 
 def _deployment_info(deployment: Deployment) -> dict:

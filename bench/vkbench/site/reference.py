@@ -50,6 +50,7 @@ def site_reference(data: dict) -> dict:
     return {
         "id": run["cell_id"],
         "label": prov.get("label") or prov.get("source"),
+        "group": prov.get("group") or prov.get("source"),
         "source": prov.get("source"),
         "published": prov.get("published"),
         "where": _link_text(prov.get("url")),

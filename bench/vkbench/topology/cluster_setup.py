@@ -19,7 +19,7 @@ from .readiness import CLUSTER_SLOTS, cluster_nodes, connect, my_id
 
 def slot_ranges(shards: int) -> list[tuple[int, int]]:
     """Even split of 16384 slots: 3 shards -> (0, 5460), (5461, 10922), (10923, 16383)."""
-    bounds = [CLUSTER_SLOTS * s // shards for s in range(shards + 1)]
+    bounds = [round(CLUSTER_SLOTS * s / shards) for s in range(shards + 1)]   # as valkey-cli splits
     return [(bounds[s], bounds[s + 1] - 1) for s in range(shards)]
 
 

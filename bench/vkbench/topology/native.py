@@ -90,7 +90,8 @@ class NativeBackend(Backend):
                 break
             except _PortTaken as exc:
                 log.info("attempt %d: %s; retrying with other ports", attempt, exc)
-                _teardown(started, spec.password, cluster=spec.topology.is_cluster)
+                # The thief may hold the port for good: do not wait for the ports to be free.
+                _teardown(started, spec.password, cluster=spec.topology.is_cluster, verify_ports=False)
                 started.clear()
                 if attempt == START_ATTEMPTS:
                     raise ServerStartError(str(exc), hint="another program keeps taking ports 20000-39999; retry") from None
@@ -179,20 +180,23 @@ def _server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str
 
 # -- teardown ----------------------------------------------------------------------------------
 
-def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: bool) -> None:
+def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: bool, verify_ports: bool = True) -> None:
     """Stop everything in ``started``; never raises (it runs while another error may propagate)."""
     if not started:
         return
     # Replicas first: a primary asked to shut down waits for lagging replicas (shutdown-timeout).
     for proc in sorted(started, key=lambda p: p.role != "replica"):
-        if proc.popen.poll() is None:
-            _shutdown_nosave(proc, password)
+        if proc.popen.poll() is None and not _shutdown_nosave(proc, password):
+            # Not listening yet (Ctrl-C during startup) or not answering: no point waiting for it.
+            proc.popen.send_signal(signal.SIGTERM)
     killed = procs.stop(started, grace_s=3.0, term_s=3.0)
     if killed:
         log.warning("servers needed SIGKILL: %s", ", ".join(killed))
     for proc in started:
         if proc.pidfile is not None:
             proc.pidfile.unlink(missing_ok=True)
+    if not verify_ports:
+        return
     ports = [p.port for p in started]
     deadline = time.monotonic() + 2.0
     while (busy := procs.ports_in_use(ports, cluster=cluster)) and time.monotonic() < deadline:
@@ -201,16 +205,24 @@ def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: boo
         log.warning("ports still in use after teardown: %s", busy)
 
 
-def _shutdown_nosave(proc: procs.ServerProcess, password: str) -> None:
+def _shutdown_nosave(proc: procs.ServerProcess, password: str) -> bool:
+    """Ask the server to exit without saving; True when it took the command."""
     client = connect("127.0.0.1", proc.port, password, timeout=2.0)
+    try:
+        client.ping()
+    except valkey.exceptions.ValkeyError:
+        client.close()
+        return False
     try:
         client.execute_command("SHUTDOWN", "NOSAVE")
     except valkey.exceptions.ConnectionError:
-        pass   # expected: the server closes the connection as it exits
+        return True   # expected: the server closes the connection as it exits
     except valkey.exceptions.ValkeyError as exc:
         log.info("SHUTDOWN NOSAVE on %s: %s (will signal)", proc.name, exc)
+        return False
     finally:
         client.close()
+    return True
 
 
 # -- signals -----------------------------------------------------------------------------------

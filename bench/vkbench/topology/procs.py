@@ -206,7 +206,10 @@ def write_pidfile(state_dir: Path, proc: ServerProcess, binary: Path) -> Path:
         "node": proc.name, "port": proc.port, "binary": str(binary), "workdir": str(proc.workdir),
     }
     path = state_dir / f"native-{os.getpid()}-{proc.port}.json"
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    # Written aside and renamed: a concurrent cleanup_stale never reads a half-written file.
+    partial = state_dir / f".{path.name}.partial"
+    partial.write_text(json.dumps(record, indent=2) + "\n")
+    os.replace(partial, path)
     proc.pidfile = path
     return path
 

@@ -106,11 +106,11 @@ def test_github_matrix_cli_exact_output():
                                              "--io-threads", "2", "--format", "github"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    cell = Cell(server="valkey:9.1.2", io_threads=2, pipeline=16, requests=30000, keyspace=10000, warmup=5000)
+    cell = Cell(server="valkey:9.1.2", io_threads=2, pipeline=16, requests=200000, keyspace=100000, warmup=20000)
     assert data == {"include": [{
         "id": cell.cell_id, "runner": "local",
         "name": "valkey:9.1.2 standalone io2 set+get P16 valkey-benchmark [local]",
-        "cell": '{"io_threads":2,"keyspace":10000,"pipeline":16,"requests":30000,"server":"valkey:9.1.2","warmup":5000}',
+        "cell": '{"io_threads":2,"pipeline":16,"requests":200000,"server":"valkey:9.1.2","warmup":20000}',
     }]}
 
 

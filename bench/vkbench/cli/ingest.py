@@ -1,0 +1,34 @@
+"""``vkbench ingest``: add result files to a history directory (idempotent, all or nothing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("ingest")
+@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--history", "history_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="History directory (created if missing).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def ingest_cmd(results, history_dir, as_json):
+    """Add result files (or directories of them) to a history directory.
+
+    Every file is validated first: one corrupt or newer-schema file stops the ingest and
+    nothing is written. Ingesting the same results again adds nothing.
+    """
+    from ..history.store import HistoryStore
+
+    report = HistoryStore(history_dir).ingest(results)
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=1))
+        return
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    console.print(
+        f"[bold]{history_dir}[/]: {report.files} result file(s), "
+        f"[green]{report.added} point(s) added[/] to {len(report.series)} series "
+        f"({report.new_series} new), {report.skipped} already present."
+    )

@@ -1,0 +1,167 @@
+"""Group simultaneous change points into incidents, name them, give them stable ids.
+
+One code change usually moves many series at once (SET and GET, several pipelines and
+io-threads). Change points of the same machine class and direction whose good..bad windows
+overlap (normally: the same two nightly runs) become one incident, so one regression is one
+issue, not twenty.
+
+The id hashes what stays true night after night: machine class, direction and the bad range
+(``good_commit..bad_commit``, or the first bad run when the commit did not change).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from statistics import median
+
+
+# Dimensions shown in a title, in order, with their label; values common to every series of
+# an incident are shown once ("pipeline 16"), differing values are listed ("io-threads 2 and 4").
+_TITLE_DIMS = (
+    ("version", "{engine}:{value}"),
+    ("topology", "{value}"),
+    ("pipeline", "pipeline {value}"),
+    ("io_threads", "io-threads {value}"),
+    ("clients", "{value} clients"),
+    ("data_size", "{value} B values"),
+)
+_ALWAYS_SHOWN = {"pipeline", "io_threads"}
+_USUAL = {"version": "unstable", "topology": "standalone", "clients": 50, "data_size": 3}
+
+
+def build_incidents(change_points: list[dict], series_index: dict, annotations: list[dict]) -> list[dict]:
+    dims = {sid: entry["dims"] for sid, entry in series_index.items()}
+    groups = _group(change_points, dims)
+    incidents = []
+    for members in groups:
+        incident = _incident(members, dims, annotations)
+        for cp in members:
+            cp["incident_id"] = incident["id"]
+        incidents.append(incident)
+    incidents.sort(key=lambda i: (i["status"] != "open", i["direction"] != "regression", i["bad"]["timestamp"]), reverse=False)
+    return incidents
+
+
+def _group(change_points: list[dict], dims: dict) -> list[list[dict]]:
+    """Union of change points with the same machine class and direction whose (good, bad]
+    windows overlap."""
+    buckets: dict[tuple, list[dict]] = {}
+    for cp in change_points:
+        machine = dims.get(cp["series_id"], {}).get("machine_class", "?")
+        buckets.setdefault((machine, cp["direction"]), []).append(cp)
+    groups: list[list[dict]] = []
+    for cps in buckets.values():
+        cps = sorted(cps, key=lambda c: (c["good"]["timestamp"], c["bad"]["timestamp"]))
+        current: list[dict] = []
+        current_end = ""
+        for cp in cps:
+            if current and cp["good"]["timestamp"] < current_end:
+                current.append(cp)
+                current_end = max(current_end, cp["bad"]["timestamp"])
+            else:
+                if current:
+                    groups.append(current)
+                current, current_end = [cp], cp["bad"]["timestamp"]
+        if current:
+            groups.append(current)
+    return groups
+
+
+def bad_range(cp: dict) -> str:
+    good, bad = cp["good"].get("commit"), cp["bad"].get("commit")
+    if good and bad and good != bad:
+        return f"{good}..{bad}"
+    return f"run:{cp['bad']['run_id']}"
+
+
+def incident_id(machine_class: str, direction: str, rng: str) -> str:
+    return hashlib.sha256(f"{machine_class}|{direction}|{rng}".encode()).hexdigest()[:12]
+
+
+def _representative(members: list[dict]) -> dict:
+    """The most common bad range wins (ties: the earliest), so the id does not depend on
+    which series happened to move a night early."""
+    counts = Counter(bad_range(cp) for cp in members)
+    best = max(counts.values())
+    return min((cp for cp in members if counts[bad_range(cp)] == best), key=lambda c: c["bad"]["timestamp"])
+
+
+def _incident(members: list[dict], dims: dict, annotations: list[dict]) -> dict:
+    rep = _representative(members)
+    machine = dims.get(rep["series_id"], {}).get("machine_class", "?")
+    iid = incident_id(machine, rep["direction"], bad_range(rep))
+    rps = [cp for cp in members if cp["metric"] == "rps"]
+    main_metric = "rps" if rps else Counter(cp["metric"] for cp in members).most_common(1)[0][0]
+    magnitude = median(cp["magnitude"] for cp in members if cp["metric"] == main_metric)
+    series_ids = sorted({cp["series_id"] for cp in members})
+
+    annotation = next((a for a in annotations if a.get("incident") == iid), None)
+    silenced = bool(annotation and annotation["action"] == "silence")
+    reset = bool(annotation and annotation["action"] == "reset-baseline")
+    if not annotation:
+        # series-level silences: apply when every change point of the incident is covered
+        marks = {cp.get("silenced_by") for cp in members}
+        if None not in marks:
+            annotation, silenced = annotations[min(marks)], True
+    if all(cp["baseline_reset"] for cp in members):
+        reset = True
+    recovered = all(cp["recovered"] for cp in members)
+    status = "closed" if (recovered or reset) else "open"
+    resolution = "baseline-reset" if reset else ("recovered" if recovered else None)
+    return {
+        "id": iid,
+        "title": title(members, dims, machine, main_metric, magnitude, rep),
+        "status": status,
+        "resolution": resolution,
+        "silenced": silenced,
+        "direction": rep["direction"],
+        "metric": main_metric,
+        "metrics": sorted({cp["metric"] for cp in members}),
+        "magnitude": round(magnitude, 5),
+        "p_value": max(cp["p_value"] for cp in members if cp["metric"] == main_metric),
+        "series_ids": series_ids,
+        "change_points": len(members),
+        "machine_class": machine,
+        "good": rep["good"],
+        "bad": rep["bad"],
+        "annotation": annotation,
+    }
+
+
+def title(members: list[dict], dims: dict, machine: str, metric: str, magnitude: float, rep: dict) -> str:
+    series = [dims.get(cp["series_id"], {}) for cp in members]
+    commands = _join(sorted({str(d.get("command", "?")) for d in series}, key=_command_order))
+    parts = [commands]
+    for key, fmt in _TITLE_DIMS:
+        values = sorted({_hashable(d.get(key)) for d in series}, key=lambda v: (str(type(v)), v))
+        if len(values) == 1 and key not in _ALWAYS_SHOWN and values[0] == _USUAL.get(key):
+            continue
+        engine = series[0].get("engine", "valkey") if series else "valkey"
+        parts.append(fmt.format(value=_join([str(v) for v in values]), engine=engine))
+    parts.append(machine)
+    what = "" if metric == "rps" else f"{metric} "
+    between = _between(rep)
+    return f"{', '.join(parts)}: {what}{magnitude:+.0%} {between}".replace("+-", "-")
+
+
+def _between(rep: dict) -> str:
+    good, bad = rep["good"], rep["bad"]
+    if good.get("commit") and bad.get("commit") and good["commit"] != bad["commit"]:
+        return f"between {good['commit'][:7]} and {bad['commit'][:7]}"
+    return f"between {good['timestamp'][:10]} and {bad['timestamp'][:10]}"
+
+
+def _join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _command_order(cmd: str) -> tuple[int, str]:
+    order = ["SET", "GET"]
+    return (order.index(cmd) if cmd in order else len(order), cmd)
+
+
+def _hashable(value):
+    return tuple(value) if isinstance(value, list) else value

@@ -1,0 +1,171 @@
+"""Detection over a whole history: every series, every detected metric, then incidents.
+
+``run_detection(history_dir)`` is what ``vkbench detect --history`` and the publish workflow
+call; it returns (and by default writes) the ``detect.json`` document described in
+docs/history-format.md.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from pathlib import Path
+from typing import Any
+
+from ..history.series import bigger_is_better, describe, segments as fingerprint_segments
+from ..history.store import HistoryStore, utc_now, write_json
+from .annotations import first_index_after, load_annotations, matches_series, validate_annotations
+from .incidents import build_incidents
+from .params import DetectionParams
+from .segmented import detect_segmented
+
+#: Above this many series detection fans out to worker processes.
+PARALLEL_THRESHOLD = 64
+
+
+def run_detection(
+    history_dir: str | os.PathLike,
+    annotations: str | os.PathLike | list[dict] | None = None,
+    *,
+    params: DetectionParams | None = None,
+    write: bool = True,
+    jobs: int | None = None,
+) -> dict:
+    params = params or DetectionParams()
+    store = HistoryStore(history_dir)
+    index = store.index()
+    if isinstance(annotations, (str, os.PathLike)):
+        entries = load_annotations(annotations)
+    else:
+        entries = validate_annotations(annotations or [])
+    series_index = index["series"]
+    tasks = [(str(store.path), sid, series_index[sid]["dims"], entries, params) for sid in sorted(series_index)]
+    jobs = jobs or os.cpu_count() or 1
+    if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
+        with mp.get_context("fork").Pool(jobs) as pool:
+            per_series = pool.map(_detect_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
+    else:
+        per_series = [_detect_one(task) for task in tasks]
+
+    change_points: list[dict] = []
+    segments: dict[str, list[dict]] = {}
+    noise: dict[str, dict] = {}
+    points_total = 0
+    for sid, cps, segs, sid_noise, npoints in per_series:
+        change_points.extend(cps)
+        segments[sid] = segs
+        noise[sid] = sid_noise
+        points_total += npoints
+    incidents = build_incidents(change_points, series_index, entries)
+    return_doc: dict[str, Any] = {
+        "generated": utc_now(),
+        "parameters": params.to_dict(),
+        "series": len(series_index),
+        "runs": index.get("runs", 0),
+        "points": points_total,
+        "change_points": change_points,
+        "segments": segments,
+        "noise": noise,
+        "incidents": incidents,
+    }
+    if write:
+        write_json(store.detect_path, return_doc, indent=1)
+    return return_doc
+
+
+def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
+    history, sid, dims, entries, params = task
+    points = HistoryStore(history).read_series(sid)
+    resets, silences = [], []
+    for k, entry in enumerate(entries):
+        if not matches_series(entry, sid, dims):
+            continue
+        at = first_index_after(entry, points)
+        if entry["action"] == "reset-baseline" and at is not None:
+            resets.append(at)
+        elif entry["action"] == "silence" and (at is not None or "after" not in entry):
+            silences.append((at or 0, k))
+    segs = fingerprint_segments(points)
+    for at in sorted(set(resets)):
+        if 0 < at < len(points) and all(s["start_index"] != at for s in segs):
+            segs.append({"start_index": at, "fingerprint_id": points[at].get("fingerprint_id"), "reset_baseline": True})
+    segs.sort(key=lambda s: s["start_index"])
+
+    valid = [bool(p.get("valid", True)) for p in points]
+    fps = [p.get("fingerprint_id") for p in points]
+    cps: list[dict] = []
+    noise: dict[str, dict] = {}
+    for metric in params.metrics:
+        stats = [p.get("metrics", {}).get(metric) for p in points]
+        if not any(stats):
+            continue
+        values = [s.get("median") if s else None for s in stats]
+        samples = [s.get("samples") if s else None for s in stats]
+        found = detect_segmented(
+            values, samples=samples, valid=valid, fingerprints=fps, resets=resets,
+            bigger_is_better=bigger_is_better(metric), params=params,
+        )
+        noise[metric] = {"cv": round(found.cv, 5)}
+        for change in found.changes:
+            record = _record(sid, metric, change, points, valid, values, found.cv, params, resets)
+            record["series_name"] = describe(dims)
+            record["silenced_by"] = next((k for at, k in silences if change.index >= at), None)
+            cps.append(record)
+    return sid, cps, segs, noise, len(points)
+
+
+def _ref(point: dict) -> dict:
+    return {
+        "run_id": point["run_id"],
+        "version": point.get("version"),
+        "server_version": point.get("server_version"),
+        "commit": point.get("commit"),
+        "timestamp": point["timestamp"],
+        "workflow_run_url": point.get("workflow_run_url"),
+    }
+
+
+def _record(sid, metric, change, points, valid, values, cv, params, resets) -> dict:
+    good_i = change.before[1] - 1
+    while good_i > 0 and not valid[good_i]:
+        good_i -= 1
+    before_runs = [points[i]["run_id"] for i in range(*change.before) if valid[i]]
+    after_runs = [points[i]["run_id"] for i in range(*change.after) if valid[i]]
+    min_effect = params.min_effect(cv)
+    return {
+        "series_id": sid,
+        "metric": metric,
+        "index": change.index,
+        "run_id": points[change.index]["run_id"],
+        "timestamp": points[change.index]["timestamp"],
+        "direction": change.direction,
+        "magnitude": round(change.magnitude, 5),
+        "p_value": float(f"{change.p_value:.3g}"),
+        "p_runs": float(f"{change.p_runs:.3g}"),
+        "p_samples": None if change.p_samples is None else float(f"{change.p_samples:.3g}"),
+        "level_before": change.level_before,
+        "level_after": change.level_after,
+        "min_effect": round(min_effect, 5),
+        "good": _ref(points[good_i]),
+        "bad": _ref(points[change.index]),
+        "runs": {"before": before_runs, "after": after_runs},
+        "recovered": _recovered(change, values, valid, points, min_effect, resets),
+        "baseline_reset": any(r > change.index for r in resets),
+        "incident_id": None,
+    }
+
+
+def _recovered(change, values, valid, points, min_effect, resets) -> bool:
+    """Back at the old level: the latest runs of the same environment segment (up to 3, after
+    the change's own runs) are within the minimum effect of the good level."""
+    end = len(points)
+    fp = points[change.index].get("fingerprint_id")
+    for i in range(change.index + 1, len(points)):
+        if points[i].get("fingerprint_id") != fp or i in resets:
+            end = i
+            break
+    tail = [values[i] for i in range(change.after[1], end) if valid[i] and values[i]]
+    if len(tail) < 3:
+        return False
+    tail = sorted(tail[-3:])
+    return abs(tail[1] / change.level_before - 1) < min_effect

@@ -1,0 +1,1 @@
+"""Exports of results for other tools."""

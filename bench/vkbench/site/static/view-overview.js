@@ -1,0 +1,148 @@
+// Overview: per machine class the latest run, the open incidents (regressions) with a small
+// chart each, and the recent improvements, with commit ranges and links to the runs.
+import { createTrendChart } from "./chart.js";
+import { loadDetect, loadSeries, pointInfo } from "./data.js";
+import { FILTER_DIMS, labelFor, varyingDims } from "./dims.js";
+import { fmtAgo, fmtDate, fmtDateTime, fmtPct, METRIC_INFO, shortSha } from "./format.js";
+import { styleFor } from "./palette.js";
+import { buildHash } from "./state.js";
+import { empty, extLink, h, section } from "./ui.js";
+
+/** How many incident charts to draw at once; more are drawn on request (bytes for the first view). */
+const CHARTS_UP_FRONT = 6;
+
+function explorerLinkFor(index, sids, metric) {
+  const series = sids.map((id) => index.byId.get(id)).filter(Boolean);
+  const q = new URLSearchParams();
+  for (const dim of FILTER_DIMS) {
+    if (dim === "server" || dim === "arch") continue; // show every version around the incident
+    const values = [...new Set(series.map((s) => String(s.dims[dim])))];
+    if (values.length) q.set(dim, values.join(","));
+  }
+  if (metric && metric !== "rps") q.set("metric", metric);
+  return buildHash("explorer", q);
+}
+
+function commitLink(index, sid, point, label) {
+  if (!point?.commit) return h("span", {}, label || "unknown commit");
+  const engine = index.byId.get(sid)?.dims.engine;
+  const repo = index.commit_repos[engine];
+  const text = shortSha(point.commit);
+  return repo ? extLink(`https://github.com/${repo}/commit/${point.commit}`, text, `commit ${text}`) : h("code", {}, text);
+}
+
+function commitRange(index, incident) {
+  const sid = (incident.series_ids || [])[0];
+  const { good, bad } = incident;
+  return h("p.range", {},
+    "Between ", commitLink(index, sid, good), good?.version ? ` (${good.version}, ${fmtDate(Date.parse(good.timestamp) / 1000)})` : "",
+    " and ", commitLink(index, sid, bad), bad?.version ? ` (${bad.version}, ${fmtDate(Date.parse(bad.timestamp) / 1000)})` : "");
+}
+
+function magnitudeBadge(incident) {
+  const regression = incident.direction === "regression";
+  return h(`span.badge.${regression ? "bad" : "good"}`, {}, `${regression ? "▼" : "▲"} ${fmtPct(incident.magnitude)} ${incident.metric}`);
+}
+
+function classCard(index, name, cls) {
+  const latest = cls.latest || {};
+  const q = new URLSearchParams({ machine_class: name });
+  const commands = [...new Set(index.series.filter((s) => s.dims.machine_class === name).map((s) => s.dims.command))];
+  q.set("command", commands.includes("SET") ? "SET" : commands[0]);
+  if (index.series.some((s) => s.dims.machine_class === name && s.dims.topology === "standalone")) q.set("topology", "standalone");
+  const flags = Object.entries(latest.flags || {}).map(([k, v]) => `${k} ×${v}`).join(", ");
+  const arch = index.series.find((s) => s.dims.machine_class === name)?.dims.arch;
+  return h("article.card.class-card", { "aria-labelledby": `cls-${name}` },
+    h("h3", { id: `cls-${name}` }, name, arch ? h("span.muted", {}, ` ${arch}`) : null),
+    h("p", {}, "Latest run ", h("strong", {}, fmtDateTime(latest.t)), h("span.muted", {}, ` (${fmtAgo(latest.t, Date.parse(index.updated) / 1000)})`)),
+    h("p", {}, `${latest.series ?? 0} of ${cls.series} series measured`,
+      latest.invalid ? h("span.badge.warn", {}, `${latest.invalid} invalid`) : null),
+    flags ? h("p.muted", {}, `Flags: ${flags}`) : null,
+    latest.versions?.length ? h("p.muted", {}, `Versions: ${latest.versions.join(", ")}`) : null,
+    h("p", {}, cls.open_regressions
+      ? h("span.badge.bad", {}, `▼ ${cls.open_regressions} open regression${cls.open_regressions > 1 ? "s" : ""}`)
+      : h("span.badge.ok", {}, "✓ no open regressions"),
+      cls.improvements ? h("span.badge.good", {}, `▲ ${cls.improvements} improvement${cls.improvements > 1 ? "s" : ""}`) : null),
+    h("p.links", {}, latest.url ? extLink(latest.url, "Workflow run ↗", `workflow run of the latest ${name} run`) : h("span.muted", {}, "no workflow run link"),
+      " · ", h("a", { href: buildHash("explorer", q) }, `Explore ${name} →`)));
+}
+
+async function incidentChart(box, index, incident, ctx) {
+  const sids = (incident.series_ids || []).filter((id) => index.byId.has(id)).slice(0, 4);
+  if (!sids.length) return;
+  const metric = incident.metric || "rps";
+  const data = await Promise.all(sids.map((id) => loadSeries(id, metric)));
+  if (!ctx.isCurrent()) return;
+  const series = sids.map((id) => index.byId.get(id));
+  const varying = varyingDims(series, FILTER_DIMS);
+  const lines = series.map((s, k) => ({ ...styleFor(k), sid: s.id, dims: s.dims, label: varying.length ? labelFor(s, varying) : `${s.dims.server} ${s.dims.command} io-threads ${s.dims.io_threads}`, series: data[k] }));
+  box.replaceChildren();
+  const chart = createTrendChart(box, {
+    metric, lines, compact: true, height: 170, band: true,
+    title: `${METRIC_INFO[metric].label} of the series in incident ${incident.title}`,
+    commitRepoFor: (l) => index.commit_repos[l.dims.engine],
+  });
+  ctx.onCleanup(() => chart.destroy());
+  // The runs on either side of the change, from the series file.
+  const s = data[0];
+  const runOf = (ref) => {
+    if (!ref?.run_id) return null;
+    const i = s.t.findIndex((t) => Math.abs(t - Date.parse(ref.timestamp) / 1000) < 1);
+    return i >= 0 ? pointInfo(s, i, null).runUrl : null;
+  };
+  const good = runOf(incident.good), bad = runOf(incident.bad);
+  if (good || bad) {
+    box.append(h("p.links", {}, "Workflow runs: ",
+      good ? extLink(good, "before ↗", "workflow run before the change") : null, good && bad ? " · " : null,
+      bad ? extLink(bad, "after ↗", "workflow run after the change") : null));
+  }
+}
+
+function incidentCard(index, incident, ctx, drawNow) {
+  const box = h("div.mini-chart");
+  const card = h("article.card.incident", { "data-incident": incident.id, "aria-labelledby": `inc-${incident.id}` },
+    h("h3", { id: `inc-${incident.id}` }, incident.title || incident.id),
+    h("p", {}, magnitudeBadge(incident), h("span.badge", {}, incident.machine_class || "?"), h("span.badge", {}, incident.status || "")),
+    commitRange(index, incident),
+    incident.annotation ? h("p.note", {}, "✎ ", typeof incident.annotation === "string" ? incident.annotation : JSON.stringify(incident.annotation)) : null,
+    box,
+    h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →")));
+  if (drawNow) incidentChart(box, index, incident, ctx);
+  else box.append(h("button.tool", { type: "button", onclick: () => incidentChart(box, index, incident, ctx) }, "Draw chart"));
+  return card;
+}
+
+export async function renderOverview(root, params, ctx) {
+  const { index } = ctx;
+  const detect = await loadDetect();
+  if (!ctx.isCurrent()) return;
+  const incidents = detect.incidents || [];
+  const open = incidents.filter((i) => i.status === "open" && i.direction === "regression")
+    .sort((a, b) => Math.abs(b.magnitude || 0) - Math.abs(a.magnitude || 0));
+  const improvements = incidents.filter((i) => i.direction === "improvement")
+    .sort((a, b) => String(b.bad?.timestamp).localeCompare(String(a.bad?.timestamp))).slice(0, 10);
+
+  root.append(h("div.hero", {},
+    h("h1", {}, "Valkey performance trends"),
+    h("p.lead", {}, `${index.series.length} benchmark series on ${Object.keys(index.classes).length} machine classes, ${index.runs ?? "?"} runs. `,
+      open.length ? h("strong.bad-text", {}, `${open.length} open regression${open.length > 1 ? "s" : ""}.`) : "No open regressions.",
+      detect.generated ? h("span.muted", {}, ` Change detection ran ${fmtDateTime(Date.parse(detect.generated) / 1000)}.`) : null)));
+
+  root.append(section("Machine classes",
+    h("div.grid", {}, Object.entries(index.classes).map(([name, cls]) => classCard(index, name, cls)))));
+
+  const openSection = section(`Open incidents (${open.length})`);
+  if (!open.length) openSection.append(empty("No open regressions: every series is within its noise."));
+  open.forEach((inc, k) => openSection.append(incidentCard(index, inc, ctx, k < CHARTS_UP_FRONT)));
+  root.append(openSection);
+
+  const impSection = section("Recent improvements");
+  if (!improvements.length) impSection.append(empty("No improvements detected yet."));
+  else {
+    impSection.append(h("ul.improvements", {}, improvements.map((inc) => h("li", { "data-incident": inc.id },
+      magnitudeBadge(inc), " ", h("span", {}, inc.title || inc.id), commitRange(index, inc),
+      inc.annotation ? h("span.note", {}, `✎ ${typeof inc.annotation === "string" ? inc.annotation : JSON.stringify(inc.annotation)} `) : null,
+      h("a", { href: explorerLinkFor(index, inc.series_ids || [], inc.metric) }, "Open in the explorer →")))));
+  }
+  root.append(impSection);
+}

@@ -1,0 +1,152 @@
+"""`vkbench run` end to end on real servers (native backend, loopback), through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vkbench.results.io import load_result
+
+pytestmark = pytest.mark.integration
+
+SMALL = {"requests": 20000, "keyspace": 5000, "pipeline": 16, "repetitions": 2, "warmup": 2000}
+
+
+def vkbench(*args: str, timeout: float = 240, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vkbench", *args], capture_output=True, text=True,
+                          timeout=timeout, **kwargs)
+
+
+def cell(**fields) -> str:
+    return json.dumps({**SMALL, **fields})
+
+
+def only_result(out: Path) -> dict:
+    files = sorted(out.glob("*.json"))
+    assert len(files) == 1, files
+    return load_result(files[0])
+
+
+def test_standalone_cell_writes_a_valid_result_with_raw_output_and_no_password(tmp_path):
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2"), "--out", str(tmp_path), "--run-id", "r1",
+                   "--machine-class", "test-box")
+    assert proc.returncode == 0, proc.stderr
+    result = only_result(tmp_path)
+    assert result["run"]["run_id"] == "r1" and result["run"]["machine_class"] == "test-box"
+    assert result["subject"]["server_version"] == "9.1.2"
+    assert result["subject"]["build"]["id"].startswith("sha256:")
+    assert set(result["summary"]) == {"SET", "GET"}
+    assert result["summary"]["GET"]["rps"]["n"] == 2
+    assert all(rep["cpu"]["client_cores"] > 0 and rep["cpu"]["server_cores"] > 0 for rep in result["repetitions"])
+    raw = tmp_path / result["repetitions"][0]["raw_output"]
+    assert '"GET"' in raw.read_text()
+    assert "-a '***'" in result["run"]["command_line"]
+    # The preload wrote the keyspace: GET measured hits, so no empty-keyspace flag.
+    assert "empty-keyspace" not in [f["code"] for f in result["validity"]["flags"]]
+    assert "SET" in proc.stdout and "GET" in proc.stdout  # the summary table
+
+
+def test_cluster_and_replicas_read_path(tmp_path):
+    proc = vkbench("run", "--cell", cell(server="valkey:9.0.0", topology="cluster:3"),
+                   "--cell", cell(server="valkey:9.1.2", topology="replication:2", tests=["get"], read_from="replicas"),
+                   "--out", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert len(report["cells"]) == 2 and all(c["error"] is None for c in report["cells"])
+    results = {load_result(f)["dimensions"]["topology"]: load_result(f) for f in tmp_path.glob("*.json")}
+    assert results["cluster:3"]["summary"]["SET"]["rps"]["median"] > 0
+    replicas = results["replication:2"]
+    assert set(replicas["summary"]) == {"GET"}
+    assert any("2 client processes" in w for w in replicas["repetitions"][0]["warnings"])
+
+
+def test_interleaved_runs_every_repetition(tmp_path):
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2"), "--cell", cell(server="valkey:9.0.0"),
+                   "--interleave", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    for f in tmp_path.glob("*.json"):
+        assert [r["index"] for r in load_result(f)["repetitions"]] == [0, 1]
+
+
+def test_unknown_version_exits_3_with_a_hint(tmp_path):
+    proc = vkbench("run", "--cell", cell(server="valkey:1.2.3"), "--out", str(tmp_path))
+    assert proc.returncode == 3, proc.stderr
+    assert "error:" in proc.stderr and "hint:" in proc.stderr
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_bad_cell_is_a_usage_error_naming_the_field(tmp_path):
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2", topology="ring"), "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "topology" in proc.stderr and "cluster:N:R" in proc.stderr
+
+
+def test_dry_run_starts_nothing(tmp_path):
+    proc = vkbench("run", "--preset", "smoke", "--dry-run", "--json", "--out", str(tmp_path))
+    assert proc.returncode == 0
+    assert len(json.loads(proc.stdout)) == 8
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def _server_children(parent: int) -> set[int]:
+    """valkey-server processes started by ``parent`` (servers rename their process title,
+    so the parent pid is what identifies them)."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"valkey-server" in cmd:
+            pids.add(int(entry.name))
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return "Z" not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+
+
+def test_ctrl_c_tears_everything_down(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "vkbench", "run", "--cell",
+                             cell(server="valkey:9.1.2", topology="cluster:3", requests=5_000_000, repetitions=1, warmup=0),
+                             "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    servers: set[int] = set()
+    while time.monotonic() < deadline and len(servers) < 3:
+        servers |= _server_children(proc.pid)
+        time.sleep(0.1)
+    assert len(servers) >= 3, "the cluster never started"
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert not [p for p in servers if _alive(p)], "servers left behind after Ctrl-C"
+
+
+def test_compare_two_runs_markdown(tmp_path):
+    base, cand = tmp_path / "base", tmp_path / "cand"
+    assert vkbench("run", "--cell", cell(server="valkey:9.0.0"), "--out", str(base)).returncode == 0
+    assert vkbench("run", "--cell", cell(server="valkey:9.1.2"), "--out", str(cand)).returncode == 0
+    proc = vkbench("compare", str(base), str(cand), "--format", "markdown")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "| cell | command | metric | valkey:9.0.0 | valkey:9.1.2 | change | 95% CI | p | verdict |"
+    rows = [l for l in lines if l.startswith("| standalone")]
+    assert {r.split(" | ")[2] for r in rows} >= {"rps", "avg", "min", "p50", "p95", "p99", "max"}
+    assert all(r.rstrip(" |").split(" | ")[-1].split(" (")[0] in ("better", "worse", "no significant change") for r in rows)
+    as_json = json.loads(vkbench("compare", str(base), str(cand), "--format", "json").stdout)
+    assert len(as_json["rows"]) == len(rows)

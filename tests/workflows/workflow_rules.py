@@ -1,0 +1,287 @@
+"""Security and operations rules for the GitHub workflows, checked on parsed YAML.
+
+``check_dir(path)`` returns every :class:`Violation` in the ``*.yml``/``*.yaml`` files of one
+directory (a workflow directory, or a fixture directory under ``fixtures/``). Local reusable
+workflows (``uses: ./.github/workflows/x.yml``) are resolved by file name in that directory, so a
+job in a called workflow inherits the triggers of its callers.
+
+Rules (the ``rule`` field of a violation):
+
+- ``pinned-uses``        a non-local ``uses:`` is ``owner/repo(/path)@<40 hex>`` with a ``# vX.Y.Z`` comment
+- ``permissions``        a job without ``permissions:`` under a top level that is not restrictive;
+                         a write scope at the top level; ``write-all`` anywhere
+- ``write-scope``        a write scope outside the one job allowed to hold it
+- ``self-hosted-pr``     a self-hosted job reachable from pull_request(_target) without the
+                         same-repository guard and an environment
+- ``run-interpolation``  ``${{ github.event.* / inputs.* / matrix.* ... }}`` inside a ``run:``
+- ``persist-credentials`` a checkout without ``persist-credentials: false`` and no later ``git push``
+- ``self-hosted-timeout`` a self-hosted job without ``timeout-minutes``
+- ``fail-fast``          a self-hosted matrix job without ``strategy.fail-fast: false``
+- ``runner-concurrency`` a self-hosted job whose concurrency group is not keyed by its runner
+                         class, or that cancels a run in progress
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: The only jobs (by id) that may hold each write scope.
+ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"}}
+#: Runner labels that mean a self-hosted benchmark machine even without the `self-hosted` label.
+SELF_HOSTED_CLASSES = {"pi-cm4", "cloud-x86", "cloud-arm64"}
+PR_EVENTS = {"pull_request", "pull_request_target"}
+SAME_REPO_GUARD = re.compile(
+    r"github\.event\.pull_request\.head\.repo\.full_name\s*==\s*github\.repository"
+)
+
+_PINNED = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[^@\s]+)?@[0-9a-f]{40}$")
+_VERSION_COMMENT = re.compile(r"#\s*v\d+\.\d+\.\d+\b")
+_EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+#: Contexts an attacker (or a dispatch form) can fill: never pasted into shell text.
+_TAINTED = re.compile(
+    r"\b(github\.event\.|github\.head_ref\b|inputs\.|matrix\.|needs\.[\w-]+\.outputs\.|steps\.[\w-]+\.outputs\.)"
+)
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    file: str
+    job: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.job}: [{self.rule}] {self.message}"
+
+
+@dataclass
+class Workflow:
+    name: str
+    text: str
+    data: dict[str, Any]
+
+    @property
+    def triggers(self) -> set[str]:
+        # PyYAML reads the bare key `on` as the boolean True.
+        on = self.data.get("on", self.data.get(True))
+        if isinstance(on, str):
+            return {on}
+        if isinstance(on, list):
+            return set(on)
+        if isinstance(on, dict):
+            return set(on)
+        return set()
+
+    @property
+    def jobs(self) -> dict[str, dict[str, Any]]:
+        return self.data.get("jobs") or {}
+
+
+def load_dir(path: Path) -> dict[str, Workflow]:
+    workflows = {}
+    for file in sorted([*path.glob("*.yml"), *path.glob("*.yaml")]):
+        text = file.read_text()
+        workflows[file.name] = Workflow(file.name, text, yaml.safe_load(text) or {})
+    return workflows
+
+
+def check_dir(path: Path) -> list[Violation]:
+    workflows = load_dir(Path(path))
+    callers = _callers(workflows)
+    out: list[Violation] = []
+    for wf in workflows.values():
+        out += _check_uses(wf)
+        out += _check_permissions(wf, workflows)
+        for job_id, job in wf.jobs.items():
+            out += _check_run_interpolation(wf, job_id, job)
+            out += _check_checkout_credentials(wf, job_id, job)
+            if _is_self_hosted(job):
+                out += _check_self_hosted(wf, job_id, job, workflows, callers)
+    return out
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _local_target(uses: str) -> str | None:
+    """File name of a local reusable workflow, e.g. ``./.github/workflows/x.yml`` -> ``x.yml``."""
+    if uses.startswith("./"):
+        return uses.rsplit("/", 1)[-1]
+    return None
+
+
+def _callers(workflows: dict[str, Workflow]) -> dict[str, list[tuple[Workflow, str, dict]]]:
+    """callee file -> [(caller workflow, caller job id, caller job)]."""
+    out: dict[str, list[tuple[Workflow, str, dict]]] = {}
+    for wf in workflows.values():
+        for job_id, job in wf.jobs.items():
+            target = _local_target(str(job.get("uses", "")))
+            if target:
+                out.setdefault(target, []).append((wf, job_id, job))
+    return out
+
+
+def _reaching_events(wf: Workflow, callers, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The events that can start this workflow, through its local callers too."""
+    events = set(wf.triggers) - {"workflow_call"}
+    if "workflow_call" in wf.triggers and wf.name not in seen:
+        for caller, _, _ in callers.get(wf.name, []):
+            events |= _reaching_events(caller, callers, seen | {wf.name})
+    return events
+
+
+def _runs_on_labels(job: dict) -> list[str]:
+    runs_on = job.get("runs-on")
+    if isinstance(runs_on, str):
+        return [runs_on]
+    if isinstance(runs_on, list):
+        return [str(x) for x in runs_on]
+    if isinstance(runs_on, dict):
+        labels = runs_on.get("labels", [])
+        return [labels] if isinstance(labels, str) else [str(x) for x in labels]
+    return []
+
+
+def _is_self_hosted(job: dict) -> bool:
+    labels = _runs_on_labels(job)
+    return "self-hosted" in labels or bool(SELF_HOSTED_CLASSES & set(labels))
+
+
+def _steps(job: dict) -> list[dict]:
+    return [s for s in job.get("steps") or [] if isinstance(s, dict)]
+
+
+# -- rules -------------------------------------------------------------------------------------
+def _check_uses(wf: Workflow) -> list[Violation]:
+    out = []
+    refs: list[tuple[str, str]] = []
+    for job_id, job in wf.jobs.items():
+        if "uses" in job:
+            refs.append((job_id, str(job["uses"])))
+        refs += [(job_id, str(step["uses"])) for step in _steps(job) if "uses" in step]
+    lines = wf.text.splitlines()
+    for job_id, uses in refs:
+        if uses.startswith("./"):
+            continue
+        if uses.startswith("docker://"):
+            if "@sha256:" not in uses:
+                out.append(Violation("pinned-uses", wf.name, job_id, f"{uses}: pin the image by @sha256 digest"))
+            continue
+        if not _PINNED.match(uses):
+            out.append(Violation("pinned-uses", wf.name, job_id, f"{uses}: pin to a full 40-hex commit SHA"))
+            continue
+        line = next((ln for ln in lines if re.search(r"uses:\s*['\"]?" + re.escape(uses), ln)), "")
+        if not _VERSION_COMMENT.search(line):
+            out.append(Violation("pinned-uses", wf.name, job_id, f"{uses}: add a '# vX.Y.Z' comment naming the tag"))
+    return out
+
+
+def _write_scopes(perms: Any) -> set[str]:
+    if perms == "write-all":
+        return {"*"}
+    if isinstance(perms, dict):
+        return {scope for scope, level in perms.items() if level == "write"}
+    return set()
+
+
+def _restrictive(perms: Any) -> bool:
+    if perms == {} or perms == "read-all":
+        return True
+    return isinstance(perms, dict) and all(level in ("read", "none") for level in perms.values())
+
+
+def _check_permissions(wf: Workflow, workflows: dict[str, Workflow]) -> list[Violation]:
+    out = []
+    top = wf.data.get("permissions")
+    if _write_scopes(top):
+        out.append(Violation("permissions", wf.name, "(top level)",
+                             f"write scopes {sorted(_write_scopes(top))} at the top level reach every job"))
+    for job_id, job in wf.jobs.items():
+        if "permissions" not in job:
+            if not (top is not None and _restrictive(top)):
+                out.append(Violation("permissions", wf.name, job_id,
+                                     "no job permissions and no restrictive top-level permissions ({} or read)"))
+            continue
+        writes = _write_scopes(job["permissions"])
+        if "*" in writes:
+            out.append(Violation("permissions", wf.name, job_id, "write-all grants every scope"))
+            continue
+        # A job calling a local reusable workflow may pass down what the called jobs may hold.
+        target = _local_target(str(job.get("uses", "")))
+        allowed_here = set()
+        if target and target in workflows:
+            for callee_id in workflows[target].jobs:
+                allowed_here |= {s for s, jobs in ALLOWED_WRITE.items() if callee_id in jobs}
+        for scope in sorted(writes):
+            if job_id in ALLOWED_WRITE.get(scope, set()) or scope in allowed_here:
+                continue
+            where = ", ".join(sorted(ALLOWED_WRITE.get(scope, set()))) or "no job"
+            out.append(Violation("write-scope", wf.name, job_id, f"{scope}: write is allowed only in: {where}"))
+    return out
+
+
+def _check_run_interpolation(wf: Workflow, job_id: str, job: dict) -> list[Violation]:
+    out = []
+    for step in _steps(job):
+        run = step.get("run")
+        if not isinstance(run, str):
+            continue
+        for expr in _EXPRESSION.findall(run):
+            if _TAINTED.search(expr):
+                out.append(Violation("run-interpolation", wf.name, job_id,
+                                     f"step {step.get('name', '?')!r} pastes ${{{{{expr.strip()}}}}} into shell; pass it via env:"))
+    return out
+
+
+def _check_checkout_credentials(wf: Workflow, job_id: str, job: dict) -> list[Violation]:
+    out = []
+    steps = _steps(job)
+    for i, step in enumerate(steps):
+        if not str(step.get("uses", "")).startswith("actions/checkout@"):
+            continue
+        persist = (step.get("with") or {}).get("persist-credentials", True)
+        if persist is False or str(persist).lower() == "false":
+            continue
+        pushes_later = any("git push" in str(s.get("run", "")) for s in steps[i + 1:])
+        if not pushes_later:
+            out.append(Violation("persist-credentials", wf.name, job_id,
+                                 "checkout keeps the token in .git/config but no later step pushes; set persist-credentials: false"))
+    return out
+
+
+def _check_self_hosted(wf: Workflow, job_id: str, job: dict, workflows, callers) -> list[Violation]:
+    out = []
+    if "timeout-minutes" not in job:
+        out.append(Violation("self-hosted-timeout", wf.name, job_id, "self-hosted job without timeout-minutes"))
+
+    strategy = job.get("strategy") or {}
+    if "matrix" in strategy and strategy.get("fail-fast", True) is not False:
+        out.append(Violation("fail-fast", wf.name, job_id,
+                             "matrix on self-hosted runners needs fail-fast: false (one bad cell must not cancel the rest)"))
+
+    concurrency = job.get("concurrency")
+    group = concurrency.get("group", "") if isinstance(concurrency, dict) else str(concurrency or "")
+    labels = [label for label in _runs_on_labels(job) if label != "self-hosted"]
+    keyed = any(("${{" in label and "matrix.runner" in group and "matrix.runner" in label)
+                or ("${{" not in label and label in group) for label in labels)
+    if not group or not keyed:
+        out.append(Violation("runner-concurrency", wf.name, job_id,
+                             f"concurrency group {group!r} is not keyed by the runner class ({labels})"))
+    elif isinstance(concurrency, dict) and concurrency.get("cancel-in-progress") not in (False, None, "false"):
+        out.append(Violation("runner-concurrency", wf.name, job_id, "cancel-in-progress would kill a running benchmark"))
+
+    events = _reaching_events(wf, callers)
+    if events & PR_EVENTS:
+        guards = [str(job.get("if", ""))]
+        guards += [str(cjob.get("if", "")) for _, _, cjob in callers.get(wf.name, [])]
+        if not any(SAME_REPO_GUARD.search(g) for g in guards):
+            out.append(Violation("self-hosted-pr", wf.name, job_id,
+                                 f"reachable from {sorted(events & PR_EVENTS)} without the same-repository guard "
+                                 "(github.event.pull_request.head.repo.full_name == github.repository)"))
+        if not job.get("environment"):
+            out.append(Violation("self-hosted-pr", wf.name, job_id,
+                                 f"reachable from {sorted(events & PR_EVENTS)} without an environment (required reviewers)"))
+    return out

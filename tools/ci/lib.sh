@@ -1,0 +1,132 @@
+# shellcheck shell=bash
+# Helpers shared by the tools/ci/*.sh scripts that the GitHub workflows call.
+#
+# Every script also runs outside GitHub Actions (tests/workflows/test_local_chain.py runs the
+# whole chain on one machine): GITHUB_OUTPUT and GITHUB_STEP_SUMMARY are honoured when set and
+# replaced by stdout otherwise. Never `set -x` in these scripts: some of them hold a token.
+
+CI_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# The vkbench executable: $VKBENCH_BIN, else the work tree's venv (tools/setup.sh), else PATH
+# (the plan job installs vkbench with `pip install .`).
+ci_vkbench_bin() {
+  if [[ -n "${VKBENCH_BIN:-}" ]]; then
+    printf '%s\n' "$VKBENCH_BIN"
+  elif [[ -x "$CI_REPO_ROOT/.venv/bin/vkbench" ]]; then
+    printf '%s\n' "$CI_REPO_ROOT/.venv/bin/vkbench"
+  else
+    printf '%s\n' vkbench
+  fi
+}
+VKBENCH="$(ci_vkbench_bin)"
+
+# A Python to read JSON with (the one next to vkbench, so it exists wherever vkbench does).
+ci_python() {
+  local dir
+  dir="$(dirname "$(command -v "$VKBENCH" 2>/dev/null || printf '%s' "$VKBENCH")")"
+  if [[ -x "$dir/python" ]]; then printf '%s\n' "$dir/python"; else printf '%s\n' python3; fi
+}
+
+ci_in_actions() { [[ "${GITHUB_ACTIONS:-}" == "true" ]]; }
+
+# Workflow commands take %, CR and LF escaped; without this a multi-line message is cut at
+# its first line and the rest could be read as further commands.
+ci_escape() {
+  local s="$1"
+  s="${s//'%'/'%25'}"
+  s="${s//$'\r'/'%0D'}"
+  s="${s//$'\n'/'%0A'}"
+  printf '%s' "$s"
+}
+
+# ci_error TITLE MESSAGE: an annotation in Actions, a plain line on stderr elsewhere.
+ci_error() {
+  if ci_in_actions; then
+    printf '::error title=%s::%s\n' "$(ci_escape "$1")" "$(ci_escape "$2")"
+  else
+    printf 'error: %s: %s\n' "$1" "$2" >&2
+  fi
+}
+
+ci_warning() {
+  if ci_in_actions; then
+    printf '::warning title=%s::%s\n' "$(ci_escape "$1")" "$(ci_escape "$2")"
+  else
+    printf 'warning: %s: %s\n' "$1" "$2" >&2
+  fi
+}
+
+# ci_untrusted_log TEXT: print text that may echo user input (dispatch inputs, PR data)
+# with workflow commands switched off, so a line like `::add-mask::` in it is inert.
+ci_untrusted_log() {
+  if ci_in_actions; then
+    local token
+    token="vkbench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+    printf '::stop-commands::%s\n%s\n::%s::\n' "$token" "$1" "$token"
+  else
+    printf '%s\n' "$1"
+  fi
+}
+
+# ci_output NAME VALUE: a step output (one line values only).
+ci_output() {
+  if [[ "$2" == *$'\n'* ]]; then
+    ci_error "internal" "step output $1 must be one line"
+    return 1
+  fi
+  if [[ -n "${GITHUB_OUTPUT:-}" ]]; then
+    printf '%s=%s\n' "$1" "$2" >>"$GITHUB_OUTPUT"
+  else
+    printf '%s=%s\n' "$1" "$2"
+  fi
+}
+
+# ci_summary < markdown: append to the job summary (stdout outside Actions).
+ci_summary() {
+  if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
+    cat >>"$GITHUB_STEP_SUMMARY"
+  else
+    cat
+  fi
+}
+
+# ci_git_auth: let git (and so vkbench publish) reach the GitHub remote with $GITHUB_TOKEN,
+# for the processes of this step only. The token goes into an http.extraheader through
+# GIT_CONFIG_* variables, never into .git/config (where actions/checkout would persist it and
+# a later step or artifact could read it). The base64 form is masked first: GitHub masks the
+# secret itself, not encodings of it. No-op without a token (a local bare repo needs none).
+ci_git_auth() {
+  if [[ -z "${GITHUB_TOKEN:-}" ]]; then
+    return 0
+  fi
+  local server="${GITHUB_SERVER_URL:-https://github.com}" basic
+  basic="$(printf 'x-access-token:%s' "$GITHUB_TOKEN" | base64 | tr -d '\n')"
+  if ci_in_actions; then
+    printf '::add-mask::%s\n' "$basic"
+  fi
+  export GIT_CONFIG_COUNT=1
+  export GIT_CONFIG_KEY_0="http.${server}/.extraheader"
+  export GIT_CONFIG_VALUE_0="AUTHORIZATION: basic ${basic}"
+  export GIT_TERMINAL_PROMPT=0
+}
+
+# ci_pages_remote: where the gh-pages branch lives: $VKBENCH_PAGES_REPO (a URL or a path, the
+# local chain test uses a bare repo), else this repository on GitHub.
+ci_pages_remote() {
+  if [[ -n "${VKBENCH_PAGES_REPO:-}" ]]; then
+    printf '%s\n' "$VKBENCH_PAGES_REPO"
+  elif [[ -n "${GITHUB_REPOSITORY:-}" ]]; then
+    printf '%s/%s.git\n' "${GITHUB_SERVER_URL:-https://github.com}" "$GITHUB_REPOSITORY"
+  else
+    ci_error "configuration" "set VKBENCH_PAGES_REPO (git URL or path) or GITHUB_REPOSITORY"
+    return 1
+  fi
+}
+
+# ci_clone_pages DEST: a shallow read-only copy of the pages branch (history/ lives there).
+ci_clone_pages() {
+  local remote branch="${VKBENCH_PAGES_BRANCH:-gh-pages}"
+  remote="$(ci_pages_remote)"
+  rm -rf "$1"
+  git clone --quiet --depth 1 --single-branch --branch "$branch" "$remote" "$1"
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Post the A/B comparison on the pull request and take the trigger label off, so adding the
+# label again starts a new run. Runs on a GitHub-hosted runner with pull-requests: write.
+#
+#   VKBENCH_PR_NUMBER         the pull request
+#   VKBENCH_AB_DIR            the downloaded A/B artifact (compare.md); default vkbench-ab
+#   VKBENCH_AB_RESULT         result of the A/B job (success, failure, cancelled)
+#   VKBENCH_LABEL             label to remove; default run-benchmark
+#   VKBENCH_WORKFLOW_RUN_URL  link to the run
+#   GH_TOKEN, GITHUB_REPOSITORY  for the gh CLI
+set -euo pipefail
+# shellcheck source=tools/ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+if [[ ! "${VKBENCH_PR_NUMBER:-}" =~ ^[0-9]+$ ]]; then
+  ci_error "comment" "VKBENCH_PR_NUMBER must be a number"
+  exit 2
+fi
+dir="${VKBENCH_AB_DIR:-vkbench-ab}"
+label="${VKBENCH_LABEL:-run-benchmark}"
+body="$(mktemp)"
+trap 'rm -f "$body"' EXIT
+
+{
+  printf '### vkbench A/B: base vs this PR\n\n'
+  printf 'Job result: **%s** · [workflow run](%s)\n\n' "${VKBENCH_AB_RESULT:-unknown}" "${VKBENCH_WORKFLOW_RUN_URL:-}"
+  if [[ -s "$dir/compare.md" ]]; then
+    # A comment holds at most 65536 characters; the full table stays in the artifact.
+    head -c 60000 "$dir/compare.md"
+  else
+    printf 'No comparison was produced; see the workflow run.\n'
+  fi
+} >"$body"
+
+gh pr comment "$VKBENCH_PR_NUMBER" --repo "$GITHUB_REPOSITORY" --body-file "$body"
+if ! gh pr edit "$VKBENCH_PR_NUMBER" --repo "$GITHUB_REPOSITORY" --remove-label "$label"; then
+  ci_warning "label" "could not remove the ${label} label"
+fi

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Run one matrix cell and leave its result in the output directory.
+#
+#   VKBENCH_CELL              the cell JSON (matrix entry `cell`)
+#   VKBENCH_BACKEND           compose (workflows) | native (local chain test); default compose
+#   VKBENCH_OUT               result directory; default vkbench-results
+#   VKBENCH_RUN_ID            shared by every cell of one workflow run
+#   VKBENCH_MACHINE_CLASS     the runner class (matrix entry `runner`)
+#   VKBENCH_TRIGGER           what started the run (github.event_name)
+#   VKBENCH_WORKFLOW_RUN_URL  link stored in the result (optional)
+#
+# vkbench tears its own stack down; the workflow's `if: always()` step runs teardown.sh for
+# what a cancelled job leaves behind. The stack password is made inside vkbench and never
+# printed, so nothing here needs masking.
+set -euo pipefail
+# shellcheck source=tools/ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+for var in VKBENCH_CELL VKBENCH_RUN_ID VKBENCH_MACHINE_CLASS VKBENCH_TRIGGER; do
+  if [[ -z "${!var:-}" ]]; then
+    ci_error "run" "$var is empty"
+    exit 2
+  fi
+done
+
+args=(run --cell "$VKBENCH_CELL"
+  --backend "${VKBENCH_BACKEND:-compose}"
+  --out "${VKBENCH_OUT:-vkbench-results}"
+  --run-id "$VKBENCH_RUN_ID"
+  --machine-class "$VKBENCH_MACHINE_CLASS"
+  --trigger "$VKBENCH_TRIGGER")
+[[ -n "${VKBENCH_WORKFLOW_RUN_URL:-}" ]] && args+=(--workflow-run-url "$VKBENCH_WORKFLOW_RUN_URL")
+
+status=0
+"$VKBENCH" "${args[@]}" || status=$?
+case "$status" in
+  0) ;;
+  3) ci_error "Missing binary" "a server or tool binary is missing on this runner; see 'vkbench servers list' and tools/ci/fetch-binaries.sh" ;;
+  4) ci_error "Server did not start" "the benchmark topology failed to come up; the raw logs are in the uploaded artifact" ;;
+  5 | 6) ci_error "Benchmark failed" "the benchmark tool failed or its output could not be parsed (exit ${status}); see the raw output in the artifact" ;;
+  *) ci_error "vkbench run failed" "exit ${status}" ;;
+esac
+exit "$status"
