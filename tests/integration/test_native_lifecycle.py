@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from vkbench.errors import MissingBinaryError
+from vkbench.errors import MissingBinaryError, ServerStartError
 from vkbench.servers import resolve_server
 from vkbench.topology import native, procs
 from vkbench.topology.backend import DeploymentSpec
 from vkbench.topology.model import ServerSettings, Topology
 from vkbench.topology.native import NativeBackend
+from vkbench.topology.readiness import connect, wait_ready
 
 pytestmark = pytest.mark.integration
 
@@ -42,11 +43,12 @@ with NativeBackend(fetch=False).deploy(spec) as d:
 
 
 @pytest.fixture(autouse=True)
-def _binary_in_cache():
-    try:
-        resolve_server("valkey", VERSION, fetch=False)
-    except MissingBinaryError as exc:
-        pytest.fail(f"{exc.message}\nhint: {exc.hint}")
+def _binaries_in_cache():
+    for version in (VERSION, "8.0.1"):
+        try:
+            resolve_server("valkey", version, fetch=False)
+        except MissingBinaryError as exc:
+            pytest.fail(f"{exc.message}\nhint: {exc.hint}")
 
 
 def _spec(tmp_path: Path, topology: str = "standalone", password: str | None = None) -> DeploymentSpec:
@@ -62,9 +64,28 @@ def _all_gone(pids: list[int], ports: list[int], cluster: bool = False) -> None:
     assert procs.ports_in_use(ports, cluster=cluster) == []
 
 
-def _start_child(tmp_path: Path, topology: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", CHILD, topology, VERSION, str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@pytest.fixture
+def start_child(tmp_path):
+    """Start CHILD deploying ``topology``; whatever happens in the test, no child and no server
+    outlives it (a failed assertion must not leave a cluster running for two minutes)."""
+    children: list[subprocess.Popen] = []
+
+    def start(topology: str) -> subprocess.Popen:
+        child = subprocess.Popen([sys.executable, "-c", CHILD, topology, VERSION, str(tmp_path / "run")],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+    procs.cleanup_stale(tmp_path / ".state")
 
 
 def test_teardown_on_exception(tmp_path):
@@ -74,6 +95,22 @@ def test_teardown_on_exception(tmp_path):
             raise RuntimeError("benchmark blew up")
     _all_gone(pids, ports)
     assert list((tmp_path / ".state").glob("*.json")) == []
+
+
+def test_reused_run_dir_starts_empty(tmp_path):
+    # A replica writes the synced RDB into its dir; the next deployment there must neither load
+    # that data nor choke on an RDB from a newer version.
+    with NativeBackend(fetch=False).deploy(_spec(tmp_path, "replication:1", "pw1")) as deployment:
+        client = connect("127.0.0.1", deployment.primaries[0].port, "pw1")
+        client.set("left-over", "1")
+        client.close()
+        time.sleep(0.2)
+    older = DeploymentSpec(Topology.parse("replication:1"), "valkey", "8.0.1", ServerSettings(), "pw2", tmp_path / "run")
+    with NativeBackend(fetch=False).deploy(older) as deployment:
+        for endpoint in deployment.endpoints:
+            client = connect("127.0.0.1", endpoint.port, "pw2")
+            assert client.dbsize() == 0, endpoint.name
+            client.close()
 
 
 def test_config_is_private_and_password_not_in_ps(tmp_path):
@@ -91,8 +128,8 @@ def test_config_is_private_and_password_not_in_ps(tmp_path):
         assert password not in log.read_text()
 
 
-def test_stale_cleanup_after_sigkilled_run(tmp_path):
-    child = _start_child(tmp_path, "replication:1")
+def test_stale_cleanup_after_sigkilled_run(tmp_path, start_child):
+    child = start_child("replication:1")
     try:
         started = json.loads(child.stdout.readline() or "{}")
         assert started.get("pids"), child.stderr.read()
@@ -110,8 +147,8 @@ def test_stale_cleanup_after_sigkilled_run(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_signal_while_running_tears_down(tmp_path, sig):
-    child = _start_child(tmp_path, "replication:1")
+def test_signal_while_running_tears_down(tmp_path, start_child, sig):
+    child = start_child("replication:1")
     started = json.loads(child.stdout.readline() or "{}")
     assert started.get("pids"), child.stderr.read()
     child.send_signal(sig)
@@ -120,9 +157,9 @@ def test_signal_while_running_tears_down(tmp_path, sig):
     assert list((tmp_path / ".state").glob("native-*.json")) == []
 
 
-def test_ctrl_c_during_startup_tears_down(tmp_path):
+def test_ctrl_c_during_startup_tears_down(tmp_path, start_child):
     # A 3-shard cluster needs ~2 s to become ready: interrupt as soon as all servers exist.
-    child = _start_child(tmp_path, "cluster:3")
+    child = start_child("cluster:3")
     state = tmp_path / ".state"
     deadline = time.monotonic() + 10
     records: list[dict] = []
@@ -171,8 +208,6 @@ def test_missing_binary_fails_with_setup_hint(tmp_path, monkeypatch):
 def test_server_that_cannot_start_names_its_log(tmp_path):
     spec = DeploymentSpec(Topology.parse("standalone"), "valkey", VERSION,
                           ServerSettings(extra_args=("--no-such-directive", "1")), "pw", tmp_path / "run")
-    from vkbench.errors import ServerStartError
-
     with pytest.raises(ServerStartError) as err:
         with NativeBackend(fetch=False).deploy(spec):
             pass
@@ -180,3 +215,19 @@ def test_server_that_cannot_start_names_its_log(tmp_path):
     assert err.value.hint
     assert list((tmp_path / ".state").glob("*.json")) == []
     assert os.listdir(tmp_path / "run" / "primary")
+
+
+def test_not_ready_error_names_node_what_it_said_and_log(tmp_path):
+    with NativeBackend(fetch=False).deploy(_spec(tmp_path, "replication:1", "pw")) as deployment:
+        replica = deployment.replicas[0]
+        client = connect("127.0.0.1", replica.port, "pw")
+        client.execute_command("REPLICAOF", "NO", "ONE")   # breaks the topology on purpose
+        client.close()
+        with pytest.raises(ServerStartError) as err:
+            wait_ready(deployment.endpoints, "pw", Topology.parse("replication:1"), timeout=0.3,
+                       log_tail=lambda endpoint: f"<log of {endpoint.name}>")
+    message = err.value.message
+    assert "not ready after" in message and "replica-1" in message
+    assert "connected_slaves:0" in message or "master_link_status" in message
+    assert "<log of " in message
+    assert err.value.hint

@@ -24,6 +24,7 @@ ci_clone_pages "$work/pages"
 args=(alert --repo "$GITHUB_REPOSITORY" --history "$work/pages/history" --token-env GITHUB_TOKEN)
 api="${VKBENCH_API_URL:-${GITHUB_API_URL:-}}"
 [[ -n "$api" ]] && args+=(--api-url "$api")
+[[ -n "${GITHUB_SERVER_URL:-}" ]] && args+=(--server-url "$GITHUB_SERVER_URL")
 [[ "${VKBENCH_FAIL_ON_REGRESSION:-false}" == "true" ]] && args+=(--fail-on regression)
 
 status=0

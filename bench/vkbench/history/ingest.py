@@ -123,7 +123,8 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
         for shard, data in shard_writes:
             write_bytes_atomic(shard, data)
 
-        # 3. the index, last
+        # 3. the index, last (and only if it changes: a no-op ingest must not make a commit)
+        before = json.dumps(index, sort_keys=True)
         for sid in sorted(set(added_by_sid) | reconcile):
             dims, arch = series_meta[sid]
             if sid not in series_index:
@@ -133,8 +134,8 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             else:
                 _update_entry(series_index[sid], added_by_sid[sid])
         report.series = sorted(added_by_sid)
-        if shard_writes or reconcile or not store.index_path.exists():
-            index["runs"] = _count_runs(store)
+        index["runs"] = _count_runs(store)
+        if json.dumps(index, sort_keys=True) != before or not store.index_path.exists():
             store.write_index(index)
         store.write_format()
     return report

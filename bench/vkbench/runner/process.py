@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 
@@ -39,23 +40,31 @@ def run_tools(commands: list[ToolCommand], *, cpus: str | None, timeout: float) 
     results: list[ToolRun] = []
     try:
         for proc, sink, t0 in started:
-            timed_out = False
-            while True:
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-                if pid:
-                    break
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    pid, status, usage = os.wait4(proc.pid, 0)
-                    break
-                time.sleep(0.01)
+            # Block in wait4 (no polling: the measuring process stays idle); a timer kills
+            # the tool's process group if it overruns.
+            remaining = max(0.0, deadline - time.monotonic())
+            timed_out = threading.Event()
+
+            def _kill(pgid: int = proc.pid, flag: threading.Event = timed_out) -> None:
+                flag.set()
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+            timer = threading.Timer(remaining, _kill)
+            timer.daemon = True
+            timer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
             elapsed = time.monotonic() - t0
             proc.returncode = os.waitstatus_to_exitcode(status)
             sink.seek(0)
             text = sink.read().decode("utf-8", errors="replace")
             sink.close()
-            results.append(ToolRun(text, proc.returncode, elapsed, usage.ru_utime + usage.ru_stime, timed_out))
+            results.append(ToolRun(text, proc.returncode, elapsed, usage.ru_utime + usage.ru_stime, timed_out.is_set()))
     except BaseException:
         for proc, sink, _ in started:
             if proc.returncode is None:

@@ -162,7 +162,8 @@ def fetch(engine: str, version: str, root: Path | None = None, progress: Progres
         for name in rel.binaries:
             found = unpacked / "usr" / "bin" / name
             if not found.exists():
-                raise MissingBinaryError(f"the Debian packages of {engine} {version} have no {name}", hint="report this; the packaging changed")
+                raise MissingBinaryError(f"the Debian packages of {engine} {version} have no {name}",
+                                         hint="the packaging changed; pass a path to the binary meanwhile")
             # Debian ships the server as a symlink to *-check-rdb; the binary picks its role from
             # argv[0], so a real copy named after the server behaves as the server.
             shutil.copyfile(found.resolve(), entry / "bin" / name)

@@ -95,14 +95,15 @@ def _dims_of(entry: dict) -> dict:
     return dims
 
 
-def _class_latest(latest: dict, cls: str, lp_point: dict) -> None:
-    """Keep, per machine class, the newest run and how many series it covered."""
-    key = (lp_point.get("timestamp") or "", lp_point.get("run_id") or "")
-    cur = latest.get(cls)
-    if cur is None or key > cur["key"]:
-        latest[cls] = cur = {"key": key, "run_id": key[1], "points": []}
-    if lp_point.get("run_id") == cur["run_id"]:
-        cur["points"].append(lp_point)
+def _collect_last(by_class: dict, cls: str, last: dict) -> None:
+    """Remember each series' newest point under its run: the newest run of a class is the one
+    whose points are newest, and the series it covered are those whose last point is in it."""
+    by_class.setdefault(cls, {}).setdefault(last.get("run_id") or "", []).append(last)
+
+
+def _latest_run(runs: dict[str, list[dict]]) -> dict:
+    run_id, pts = max(runs.items(), key=lambda kv: (max(p.get("timestamp") or "" for p in kv[1]), kv[0]))
+    return {"run_id": run_id, "points": pts}
 
 
 def _summarize_latest(cur: dict) -> dict:
@@ -178,7 +179,7 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
         report.points += len(points)
         metrics_seen.update(data["m"])
         metrics_seen.update(data["more"])
-        _class_latest(latest, str(dims.get("machine_class")), points[-1])
+        _collect_last(latest, str(dims.get("machine_class")), points[-1])
         series_rows.append({
             "id": sid,
             "d": [dictionaries[k].code(compact_value(dims.get(k))) for k in dim_keys],
@@ -189,7 +190,8 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
 
     incidents = detect.get("incidents") or []
     classes = {}
-    for cls, cur in sorted(latest.items()):
+    for cls, runs in sorted(latest.items()):
+        cur = _latest_run(runs)
         mine = [i for i in incidents if i.get("machine_class") == cls]
         classes[cls] = {
             "latest": _summarize_latest(cur),

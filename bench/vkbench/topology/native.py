@@ -114,8 +114,7 @@ def _start_node(spec: DeploymentSpec, binary: Binary, node: NodeSpec, ports: lis
     tears it down."""
     workdir = (spec.run_dir / node.name).absolute()
     workdir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for old in workdir.glob("nodes-*.conf"):
-        old.unlink()   # a cluster node would reload an old cluster's state from it
+    _clear_server_state(workdir)
     port = ports[node.index]
     primary_port = ports[node.primary_index] if node.primary_index is not None else None
     directives = server_config(
@@ -133,6 +132,20 @@ def _start_node(spec: DeploymentSpec, binary: Binary, node: NodeSpec, ports: lis
     proc = procs.ServerProcess(node.name, port, node.role, node.shard, workdir, config, log_file, stdio_file, popen)
     started.append(proc)
     procs.write_pidfile(state_dir, proc, binary.path)
+
+
+# What a server leaves in its dir and would load at the next start: old data (a replica writes
+# the synced RDB to disk), or an old cluster's membership. A deployment must start empty.
+_SERVER_STATE = ("dump.rdb", "temp-*.rdb", "nodes-*.conf", "appendonly.aof*", "appendonlydir")
+
+
+def _clear_server_state(workdir: Path) -> None:
+    for pattern in _SERVER_STATE:
+        for path in workdir.glob(pattern):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
 
 
 def _wait_listening(started: list[procs.ServerProcess], password: str) -> None:

@@ -137,6 +137,6 @@ def nightly_series(
         y, m = year + (mon - 1 + m_offset) // 12, (mon - 1 + m_offset) % 12 + 1
         ts = f"{y:04d}-{m:02d}-{d + 1:02d}T02:00:00Z"
         commit = commits[i] if commits else f"{i:04x}" + "c0ffee" * 6
-        result = make_result(run_id=f"run-{i:04d}", timestamp=ts, rps={command: value}, commit=commit[:40], **kwargs)
+        result = make_result(run_id=f"run-{start_day - 1 + i:04d}", timestamp=ts, rps={command: value}, commit=commit[:40], **kwargs)
         paths.append(write_result(directory, result))
     return paths

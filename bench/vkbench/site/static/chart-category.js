@@ -28,6 +28,7 @@ export function createCategoryChart(container, { categories, categoryLabel, line
         value: (u, v) => (v == null ? "–" : fmtAxis(v, metric)),
       })),
     ],
+    legend: { live: false }, // a key, not a readout: the table below has the numbers
     cursor: { drag: { x: false, y: false } },
   }, [xs, ...lines.map((l) => l.values)], wrap);
   const ro = new ResizeObserver(() => {

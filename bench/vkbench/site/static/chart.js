@@ -182,6 +182,7 @@ export function createTrendChart(container, opts) {
     ctx.rect(u.bbox.left, u.bbox.top, u.bbox.width, u.bbox.height);
     ctx.clip();
     // Invalid points: an × in the series colour, off the line.
+    ctx.setLineDash([]);
     lines.forEach((l, k) => {
       const col = l.series.m[metric];
       if (!col || !u.series[k + 1].show) return;
@@ -203,13 +204,21 @@ export function createTrendChart(container, opts) {
     ctx.strokeStyle = REFERENCE_COLOR;
     ctx.fillStyle = REFERENCE_COLOR;
     ctx.lineWidth = 1 * px;
-    for (const r of refs) {
+    ctx.textAlign = "left";
+    ctx.textBaseline = "alphabetic";
+    refs.forEach((r, k) => {
       const y = u.valToPos(r.value, "y", true);
       ctx.beginPath(); ctx.moveTo(u.bbox.left, y); ctx.lineTo(u.bbox.left + u.bbox.width, y); ctx.stroke();
+      // Labels alternate right and left so close figures do not print over each other.
       const text = `${r.label}: ${fmtAxis(r.value, metric)}`;
-      ctx.textAlign = "right";
-      ctx.fillText(text, u.bbox.left + u.bbox.width - 4 * px, y - 4 * px);
-    }
+      const right = k % 2 === 0;
+      const w = ctx.measureText(text).width;
+      const x = right ? u.bbox.left + u.bbox.width - 4 * px - w : u.bbox.left + 4 * px;
+      ctx.fillStyle = "rgba(255,255,255,0.85)";
+      ctx.fillRect(x - 2 * px, y - 15 * px, w + 4 * px, 13 * px);
+      ctx.fillStyle = REFERENCE_COLOR;
+      ctx.fillText(text, x, y - 5 * px);
+    });
     ctx.restore();
     placeMarkers(u);
   };

@@ -60,7 +60,7 @@ function referenceTables(references) {
             if (v == null) return h("td.muted", {}, "–");
             if (i === 0 || b == null) return h("td", {}, fmtValue(v, m));
             const d = v / b - 1;
-            return h(`td.change.${isBetter(m, d) ? "better" : "worse"}`, {}, h("span.delta", {}, fmtPct(d)), h("span.pair", {}, fmtValue(v, m)));
+            return h(`td.change.${d === 0 ? "same" : isBetter(m, d) ? "better" : "worse"}`, {}, h("span.delta", {}, fmtPct(d)), h("span.pair", {}, fmtValue(v, m)));
           })))))));
     }
   }

@@ -40,7 +40,12 @@ export function labelFor(s, varying) {
 export function constantDims(series, dims) {
   return dims
     .filter((k) => series.length && new Set(series.map((s) => JSON.stringify(s.dims[k]))).size === 1)
-    .map((k) => ({ dim: k, label: DIM_LABELS[k] || k, value: dimValueText(k, series[0].dims[k]) }));
+    .map((k) => {
+      const value = dimValueText(k, series[0].dims[k]);
+      // io-threads, pipeline, clients and sizes say what they are; others need their name.
+      const text = ["io_threads", "pipeline", "clients", "data_size"].includes(k) ? value : `${DIM_LABELS[k] || k} ${value}`;
+      return { dim: k, label: DIM_LABELS[k] || k, value, text };
+    });
 }
 
 /** The most common value of a dimension: sensible defaults for pipeline, clients, data size. */

@@ -14,7 +14,8 @@ export function refsForLines(references, lines, metric, mode) {
         && l.dims.topology === ref.dims.topology
         && Number(l.dims.io_threads) === Number(ref.dims.io_threads)
         && (mode === "any" || l.dims.machine_class === ref.machine_class));
-      if (fits) out.push({ label: commands.size > 1 ? `${ref.label} (${command})` : ref.label, value: values[metric], ref });
+      const label = `${ref.group}: ${ref.label}`;
+      if (fits) out.push({ label: commands.size > 1 ? `${label} (${command})` : label, value: values[metric], ref });
     }
   }
   return out;

@@ -87,10 +87,11 @@ export async function renderExplorer(root, params, ctx) {
   const chartBox = h("div.chart-box");
   const legend = h("ul.legend", { "aria-label": "Series on the chart" });
   const refList = h("div.ref-list");
-  const constants = constantDims(shown, FILTER_DIMS.concat(["keyspace", "requests", "client_threads"]).filter((d) => index.dims.includes(d)));
+  const constants = constantDims(shown, FILTER_DIMS.concat(["keyspace", "requests", "client_threads"]).filter((d) => index.dims.includes(d)))
+    .filter((c) => c.value !== "–");
   const main = h("div.explorer-main", {}, h("h1.view-title", {}, `${METRIC_INFO[metric].label} over ${xMode === "commit" ? "commits" : "time"}`),
     controls, status, chartBox, legend, refList,
-    constants.length ? h("p.same", {}, "All lines: ", constants.map((c) => `${c.label} ${c.value}`).join(" · ")) : null);
+    constants.length ? h("p.same", {}, "All lines: ", constants.map((c) => c.text).join(" · ")) : null);
   root.append(h("div.explorer", {}, details, main));
   if (!shown.length) return;
 

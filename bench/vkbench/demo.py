@@ -1,0 +1,65 @@
+"""The README's main job as one library call: run a preset on loopback, ingest the results into
+a local history, detect regressions, build the trend site."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import vkbench
+
+from .runner.session import RunOptions, RunReport, run_session
+
+#: Repository files the demo uses when run from a checkout (results/ beside bench/).
+REPO_ROOT = Path(vkbench.__file__).resolve().parents[2]
+
+
+@dataclass
+class DemoPaths:
+    base: Path
+
+    @property
+    def results(self) -> Path:
+        return self.base / "results"
+
+    @property
+    def history(self) -> Path:
+        return self.base / "history"
+
+    @property
+    def site(self) -> Path:
+        return self.base / "site"
+
+
+@dataclass
+class DemoReport:
+    run: RunReport
+    paths: DemoPaths
+    ingested: dict = field(default_factory=dict)
+    detection: dict = field(default_factory=dict)
+    summary_markdown: str = ""
+    site_summary: str = ""
+
+
+def repo_file(relative: str) -> Path | None:
+    path = REPO_ROOT / relative
+    return path if path.exists() else None
+
+
+def run_demo(cells, paths: DemoPaths, options: RunOptions, progress=None) -> DemoReport:
+    from .alerts.summary import render_summary
+    from .detect import run_detection
+    from .history import HistoryStore, ingest
+    from .site.build import build_site
+
+    options.out_dir = paths.results / (options.run_id or "")
+    report = run_session(cells, options, progress=progress)
+    demo = DemoReport(run=report, paths=paths)
+    written = [o.path for o in report.outcomes if o.path]
+    if written:
+        demo.ingested = ingest(HistoryStore(paths.history), written).to_dict()
+    demo.detection = run_detection(paths.history, repo_file("results/annotations.yaml"))
+    demo.summary_markdown = render_summary(demo.detection)
+    site = build_site(paths.history, paths.site, reference_dir=repo_file("results/reference"))
+    demo.site_summary = site.summary()
+    return demo

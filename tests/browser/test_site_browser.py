@@ -1,0 +1,190 @@
+"""The trend site in Debian chromium: overview, explorer, comparisons; state in the URL; no
+console errors or failed requests; no horizontal overflow at phone width."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+import pytest
+
+from conftest import screenshot
+
+pytestmark = pytest.mark.browser
+
+ROUTES = ["#/overview", "#/explorer", "#/compare?tab=scaling", "#/compare?tab=versions", "#/compare?tab=topology", "#/references"]
+
+
+def open_view(page, url, route, ready):
+    page.goto(url + route)
+    page.wait_for_selector(ready, timeout=10_000)
+    page.wait_for_function("document.getElementById('view').getAttribute('aria-busy') === 'false'")
+
+
+def test_overview_lists_the_open_incident(site, new_page):
+    url, facts = site
+    page, problems = new_page()
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    open_view(page, url, "#/overview", "[data-incident='inc-set-io2-x86'] canvas")
+    card = page.locator("article.incident[data-incident='inc-set-io2-x86']")
+    assert "cloud-x86: -8%" in card.locator("h3").inner_text()
+    assert card.locator(".badge.bad").inner_text().startswith("▼ −8.0%")
+    commit_links = card.locator(".range a")
+    assert commit_links.count() == 2
+    bad_commit = facts["detect"]["incidents"][0]["bad"]["commit"]
+    assert commit_links.nth(1).get_attribute("href") == f"https://github.com/valkey-io/valkey/commit/{bad_commit}"
+    assert card.locator(".marker-regression").count() == 1, "the change point is marked on the incident chart"
+    assert re.search(r"/actions/runs/\d+$", card.locator("a", has_text="after").get_attribute("href"))
+    # Machine classes with their newest run, and the improvement.
+    assert page.locator(".class-card").count() == 2
+    assert page.locator(".class-card", has_text="cloud-x86").locator(".badge.bad").count() == 1
+    assert page.locator(".improvements li[data-incident='inc-get-io2-pi']").count() == 1
+    # Lazy loading: the overview reads only the incident's series, never a latency file.
+    series_files = [u for u in requested if "/data/series/" in u]
+    assert len(series_files) == 1 and facts["regression_sid"] in series_files[0]
+    screenshot(page, "overview-desktop")
+    problems.assert_none()
+
+
+def test_filter_change_changes_the_chart(site, new_page):
+    url, _ = site
+    page, problems = new_page()
+    open_view(page, url, "#/explorer", ".legend-item")
+    assert "machine_class=" in page.url, "defaults are written into the URL"
+    before = page.locator(".legend-item").count()
+    assert before == 9  # 3 versions x io-threads 1/2/4, SET, one machine class
+    page.locator("fieldset.filter label", has_text="io-threads 4").click()
+    page.wait_for_function("document.querySelectorAll('.legend-item').length === 6")
+    assert "io_threads=1,2" in unquote(page.url)
+    labels = page.locator(".legend-label").all_inner_texts()
+    assert not any("io-threads 4" in label for label in labels)
+    assert page.locator(".chart canvas").count() == 1
+    # One more filter: one version only -> fewer lines, the label no longer needs the version.
+    page.locator("#f-server-0").uncheck()
+    page.wait_for_function("document.querySelectorAll('.legend-item').length === 4")
+    screenshot(page, "explorer-filtered")
+    problems.assert_none()
+
+
+def test_change_point_and_annotation_markers(site, new_page):
+    url, facts = site
+    page, problems = new_page()
+    open_view(page, url, "#/explorer?command=SET&io_threads=2&machine_class=cloud-x86&topology=standalone", ".legend-item")
+    marker = page.locator(".marker-regression")
+    assert marker.count() == 1
+    assert "Change point (regression" in marker.get_attribute("aria-label")
+    assert marker.is_visible()
+    open_view(page, url, "#/explorer?command=GET&io_threads=2&machine_class=pi-cm4&topology=standalone", ".legend-item")
+    page.wait_for_selector(".marker-improvement")
+    assert page.locator(".marker-note").count() == 1, "the incident's annotation is marked"
+    assert page.locator(".marker-env").count() == 1, "the kernel update starts a new environment segment"
+    # Reference overlay: the Pi blog's io-threads 2 GET figure matches this configuration.
+    assert "Raspberry Pi CM4 blog: io-threads 2" in page.locator(".ref-list").inner_text()
+    problems.assert_none()
+
+
+def test_url_carries_the_state(site, new_page):
+    url, _ = site
+    state = "#/explorer?band=0&command=GET&io_threads=1,4&machine_class=pi-cm4&metric=p99&server=valkey:9.1.2,valkey:unstable&topology=standalone&x=commit"
+    page, problems = new_page()
+    open_view(page, url, state, ".legend-item")
+    assert page.locator("#metric").input_value() == "p99"
+    assert page.locator("#xmode").input_value() == "commit"
+    assert not page.locator("#band").is_checked()
+    checked = page.eval_on_selector_all("fieldset.filter input:checked", "els => els.map(e => e.dataset.dim + '=' + e.value)")
+    assert {"io_threads=1", "io_threads=4", "machine_class=pi-cm4", "server=valkey:9.1.2", "server=valkey:unstable", "command=GET"} <= set(checked)
+    assert "io_threads=2" not in checked and "server=valkey:8.0.1" not in checked
+    labels = page.locator(".legend-label").all_inner_texts()
+    assert len(labels) == 4
+    # The same link in a fresh browser context shows the same view.
+    other, other_problems = new_page()
+    open_view(other, url, state, ".legend-item")
+    assert other.locator(".legend-label").all_inner_texts() == labels
+    assert other.locator("#metric").input_value() == "p99"
+    # Zooming writes the range into the URL.
+    box = page.locator(".chart .u-over").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.2, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.6, y, steps=5)
+    page.mouse.up()
+    page.wait_for_function("location.hash.includes('from=') && location.hash.includes('to=')")
+    problems.assert_none()
+    other_problems.assert_none()
+
+
+def test_tooltip_and_keyboard(site, new_page):
+    url, _ = site
+    page, problems = new_page()
+    open_view(page, url, "#/explorer?command=SET&io_threads=4&machine_class=cloud-x86&server=valkey:unstable&topology=standalone", ".legend-item")
+    box = page.locator(".chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tip = page.locator(".tooltip")
+    tip.wait_for(state="visible")
+    text = tip.inner_text()
+    assert "req/s [" in text, "value with its interval"
+    assert "commit " in text and "version 9.2.0" in text and "AMD EPYC" in text
+    assert "valid" in text or "INVALID" in text
+    # Keyboard: focus the chart, step through points; the tooltip follows and is announced.
+    page.locator(".chart").focus()
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert "UTC" in page.locator(".chart [aria-live]").inner_text()
+    # Every control has an accessible name.
+    unnamed = page.evaluate("""() => [...document.querySelectorAll('input, select, button')].filter(el => {
+        const id = el.id && document.querySelector(`label[for="${el.id}"]`);
+        return !(id || el.getAttribute('aria-label') || el.closest('label') || el.textContent.trim());
+    }).map(el => el.outerHTML)""")
+    assert not unnamed
+    problems.assert_none()
+
+
+def test_comparisons(site, new_page):
+    url, _ = site
+    page, problems = new_page()
+    open_view(page, url, "#/compare?tab=scaling", ".chart-cell canvas")
+    assert page.locator(".chart-cell").count() == 2
+    assert "devhands" in page.locator(".chart-row").inner_text()
+    open_view(page, url, "#/compare?tab=versions", "table.versions tbody tr")
+    first = page.locator("table.versions").first
+    assert "valkey:8.0.1 → valkey:unstable" in first.locator("caption").inner_text()
+    assert first.locator("tbody tr").count() == 12
+    assert "EC2 Valkey 8.0.1" in page.locator("main").inner_text()
+    open_view(page, url, "#/compare?tab=topology&machine_class=pi-cm4", ".rung")
+    ladders = page.locator("figure.ladder")
+    assert ladders.count() == 2
+    assert "cluster of 3" in ladders.nth(0).inner_text() and "3-node cluster" in ladders.nth(1).inner_text()
+    problems.assert_none()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_view_loads_cleanly(site, new_page, route):
+    url, _ = site
+    page, problems = new_page()
+    open_view(page, url, route, "main#view > div")
+    page.wait_for_timeout(150)  # late requests and errors
+    assert page.locator(".error").count() == 0
+    problems.assert_none()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_phone_width_has_no_horizontal_overflow(site, new_page, route):
+    url, _ = site
+    page, problems = new_page(width=375, height=800)
+    open_view(page, url, route, "main#view > div")
+    page.wait_for_timeout(150)
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"{route}: {overflow}px wider than the phone"
+    name = route.strip("#/").replace("?tab=", "-") or "overview"
+    screenshot(page, f"phone-{name}")
+    problems.assert_none()
+
+
+def test_explorer_screenshot_for_docs(site, new_page):
+    url, _ = site
+    page, problems = new_page(width=1280, height=820)
+    open_view(page, url, "#/explorer?command=SET&io_threads=2&machine_class=pi-cm4&topology=standalone", ".legend-item")
+    screenshot(page, "explorer-desktop")
+    problems.assert_none()

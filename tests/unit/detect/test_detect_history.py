@@ -1,0 +1,184 @@
+"""Detection over a history: detect.json, incidents, ids, recovery, annotations, CLI gates."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from factory import make_result, write_result
+
+from vkbench.cli import main
+from vkbench.cli.detect import detect_cmd
+from vkbench.detect import run_detection
+from vkbench.errors import ConfigError
+from vkbench.history import HistoryStore
+
+
+def commit_of(night: int) -> str:
+    return f"{night:06x}" + "ab" * 17
+
+
+def build_history(tmp_path, levels, *, nights=50, cv=0.01, seed=1, io_threads=(2, 4), commands=("SET", "GET"),
+                  fingerprint=lambda night: "fp-1", start=0):
+    """One result per (night, io-threads) with every command; ``levels(night)`` is the rps
+    factor of that night (1.0 = baseline)."""
+    rng = np.random.default_rng(seed)
+    out = tmp_path / "res"
+    for night in range(start, nights):
+        for io in io_threads:
+            rps = {cmd: 400_000 * (1 + 0.1 * k) * levels(night) * (1 + rng.normal(0, cv)) for k, cmd in enumerate(commands)}
+            result = make_result(
+                run_id=f"night-{night:03d}", cell_id=f"io{io}", rps=rps, io_threads=io, spread=cv / 2,
+                timestamp=f"2026-{9 + night // 28:02d}-{night % 28 + 1:02d}T02:00:00Z", commit=commit_of(night),
+                fingerprint_id=fingerprint(night), workflow_run_url=f"https://github.com/o/r/actions/runs/{night}",
+            )
+            write_result(out / f"{night:03d}", result)
+    HistoryStore(tmp_path / "h").ingest([out])
+    return tmp_path / "h"
+
+
+def step_at(night0, factor):
+    return lambda night: factor if night >= night0 else 1.0
+
+
+@pytest.fixture(scope="module")
+def step_history(tmp_path_factory):
+    """SET and GET at io-threads 2 and 4, -10 % from night 40 on (shared: tests only read it)."""
+    return build_history(tmp_path_factory.mktemp("step"), step_at(40, 0.9))
+
+
+def test_simultaneous_changes_are_one_incident_with_a_readable_title(step_history):
+    history = step_history
+    doc = run_detection(history)
+    assert json.loads((history / "detect.json").read_text()) == doc
+    (incident,) = doc["incidents"]
+    assert incident["direction"] == "regression" and incident["status"] == "open"
+    assert len(incident["series_ids"]) == 4 and incident["machine_class"] == "cloud-x86"
+    assert incident["title"] == (
+        f"SET and GET, pipeline 16, io-threads 2 and 4, cloud-x86: -10% between {commit_of(39)[:7]} and {commit_of(40)[:7]}"
+    )
+    assert incident["good"]["run_id"] == "night-039" and incident["bad"]["run_id"] == "night-040"
+    rps = [cp for cp in doc["change_points"] if cp["metric"] == "rps"]
+    assert len(rps) == 4
+    for cp in rps:
+        assert cp["incident_id"] == incident["id"]
+        assert cp["direction"] == "regression" and cp["magnitude"] == pytest.approx(-0.10, abs=0.015)
+        assert cp["p_value"] < 0.001 and cp["index"] == 40 and cp["run_id"] == "night-040"
+        assert cp["good"]["commit"] == commit_of(39) and cp["bad"]["commit"] == commit_of(40)
+        assert cp["runs"]["before"][-1] == "night-039" and cp["runs"]["after"][0] == "night-040"
+    # latency moved too and belongs to the same incident
+    assert {cp["metric"] for cp in doc["change_points"]} == {"rps", "p50", "p99"}
+    assert set(doc["noise"][rps[0]["series_id"]]) == {"rps", "p50", "p99"}
+    assert doc["segments"][rps[0]["series_id"]] == [{"start_index": 0, "fingerprint_id": "fp-1"}]
+
+
+def test_incident_id_is_stable_across_nights(tmp_path):
+    first = run_detection(build_history(tmp_path, step_at(30, 0.9), nights=36, io_threads=(2,)))
+    # the next night arrives
+    again = run_detection(build_history(tmp_path, step_at(30, 0.9), nights=37, start=36, io_threads=(2,)))
+    assert [i["id"] for i in first["incidents"]] == [i["id"] for i in again["incidents"]]
+    assert len(first["incidents"]) == 1
+
+
+def test_recovery_closes_the_incident(tmp_path):
+    dip = lambda night: 0.9 if 30 <= night < 40 else 1.0      # noqa: E731
+    doc = run_detection(build_history(tmp_path, dip, nights=55, io_threads=(2,), commands=("SET",)))
+    by_direction = {i["direction"]: i for i in doc["incidents"]}
+    assert by_direction["regression"]["status"] == "closed"
+    assert by_direction["regression"]["resolution"] == "recovered"
+    assert by_direction["improvement"]["bad"]["run_id"] == "night-040"
+
+
+def test_fingerprint_change_is_recorded_but_not_an_incident(tmp_path):
+    history = build_history(tmp_path, step_at(30, 0.7), nights=50, io_threads=(2,), commands=("SET",),
+                            fingerprint=lambda night: "fp-old" if night < 30 else "fp-new")
+    doc = run_detection(history)
+    assert doc["incidents"] == [] and doc["change_points"] == []
+    (segs,) = doc["segments"].values()
+    assert segs == [{"start_index": 0, "fingerprint_id": "fp-old"}, {"start_index": 30, "fingerprint_id": "fp-new"}]
+
+
+def test_invalid_runs_are_excluded(tmp_path):
+    out = tmp_path / "res"
+    for night in range(40):
+        bad = 30 <= night < 35
+        write_result(out, make_result(run_id=f"n{night:02d}", timestamp=f"2026-10-{night % 28 + 1:02d}T{night // 28:02d}:00:00Z",
+                                      rps={"SET": 200_000 if bad else 400_000 * (1 + 0.01 * (night % 3))},
+                                      valid=not bad, flags=["client-bound"] if bad else []))
+    HistoryStore(tmp_path / "h").ingest([out])
+    assert run_detection(tmp_path / "h")["change_points"] == []
+
+
+def test_silence_by_incident_id_and_by_series(step_history):
+    history = step_history
+    (incident,) = run_detection(history)["incidents"]
+    silenced = run_detection(history, [{"incident": incident["id"], "action": "silence", "reason": "known: new default"}])
+    (inc,) = silenced["incidents"]
+    assert inc["silenced"] and inc["status"] == "open" and inc["annotation"]["reason"] == "known: new default"
+    by_series = run_detection(history, [{"series": {"machine_class": "cloud-x86"}, "action": "silence", "reason": "noisy host"}])
+    assert by_series["incidents"][0]["silenced"]
+    partly = run_detection(history, [{"series": {"command": "SET"}, "action": "silence", "reason": "SET only"}])
+    assert not partly["incidents"][0]["silenced"]      # GET is not covered
+
+
+def test_reset_baseline_after_a_run_accepts_the_new_level(step_history):
+    history = step_history
+    doc = run_detection(history, [{"series": {"command": ["SET", "GET"]}, "after": "night-039",
+                                   "action": "reset-baseline", "reason": "new default accepted"}])
+    assert doc["change_points"] == [] and doc["incidents"] == []
+    sid = next(iter(doc["segments"]))
+    assert {"start_index": 40, "fingerprint_id": "fp-1", "reset_baseline": True} in doc["segments"][sid]
+
+
+def test_reset_baseline_by_date_later_closes_the_incident(tmp_path):
+    history = build_history(tmp_path, step_at(30, 0.9), nights=45, io_threads=(2,), commands=("SET",))
+    doc = run_detection(history, [{"series": {"machine_class": "cloud-x86"}, "after": "2026-10-12",
+                                   "action": "reset-baseline", "reason": "accepted"}])
+    (incident,) = doc["incidents"]
+    assert incident["status"] == "closed" and incident["resolution"] == "baseline-reset"
+
+
+def test_annotations_file_is_validated(tmp_path):
+    bad = tmp_path / "a.yaml"
+    bad.write_text("- series: {command: SET}\n  action: silence\n")
+    with pytest.raises(ConfigError, match="reason"):
+        run_detection(build_history(tmp_path, lambda n: 1.0, nights=5, io_threads=(2,)), bad)
+    bad.write_text("- action: silence\n  reason: nothing to match\n")
+    with pytest.raises(ConfigError, match="series.*incident"):
+        run_detection(tmp_path / "h", bad)
+
+
+def test_sample_annotations_file_is_valid():
+    from pathlib import Path
+
+    from vkbench.detect.annotations import load_annotations
+
+    path = Path(__file__).resolve().parents[3] / "results" / "annotations.yaml"
+    assert load_annotations(path) == []
+
+
+def test_cli_text_json_markdown_and_fail_on(step_history, capsys):
+    history = step_history
+    runner = CliRunner()
+    text = runner.invoke(detect_cmd, ["--history", str(history)])
+    assert text.exit_code == 0, text.output
+    assert "1 incidents (1 open unsilenced regressions)" in text.output
+    assert "SET and GET, pipeline 16, io-threads 2 and 4, cloud-x86: -10%" in text.output
+    md = runner.invoke(detect_cmd, ["--history", str(history), "--format", "markdown", "--repo", "valkey-io/valkey"])
+    assert f"https://github.com/valkey-io/valkey/compare/{commit_of(39)}...{commit_of(40)}" in md.output
+    js = runner.invoke(detect_cmd, ["--history", str(history), "--format", "json"])
+    assert json.loads(js.output)["incidents"][0]["status"] == "open"
+
+    with pytest.raises(SystemExit) as exc:
+        main(["detect", "--history", str(history), "--fail-on", "regression"])
+    assert exc.value.code == 10
+    assert "open regression incident" in capsys.readouterr().err
+
+
+def test_cli_all_quiet(tmp_path):
+    history = build_history(tmp_path, lambda n: 1.0, nights=20)
+    result = CliRunner().invoke(detect_cmd, ["--history", str(history), "--fail-on", "regression"])
+    assert result.exit_code == 0
+    assert result.output.strip() == "All quiet: 4 series, 20 runs, no significant change."

@@ -1,0 +1,264 @@
+"""The workflow chain, run locally: the same tools/ci scripts the workflows call, in their order.
+
+plan (smoke, narrowed to two cells) -> each cell with the native backend -> publish into a local
+bare repository standing in for gh-pages -> export for github-action-benchmark -> alert against a
+fake GitHub API on 127.0.0.1. GitHub-only steps (checkout, artifacts, github-action-benchmark)
+are replaced by their local equivalent: the results of every cell land in one directory, as
+download-artifact's merge-multiple leaves them.
+
+A second test publishes two result sets at once into the same bare repository and checks that
+neither is lost (vkbench publish retries a rejected push).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow_paths import REPO, WORKFLOWS
+
+CI = REPO / "tools" / "ci"
+FAKE_TOKEN = "ghs_fakeTokenForTheLocalChain0123456789"
+OWNER_REPO = "vkbench-test/vkbench"
+
+pytestmark = pytest.mark.integration
+
+
+# -- what the workflow runs --------------------------------------------------------------------
+def workflow_scripts(workflow: str) -> dict[str, list[str]]:
+    """job id -> the tools/ci scripts its run: steps call, in order."""
+    data = yaml.safe_load((WORKFLOWS / workflow).read_text())
+    out = {}
+    for job_id, job in data["jobs"].items():
+        out[job_id] = [step["run"].strip() for step in job.get("steps", []) if "run" in step]
+    return out
+
+
+def test_chain_matches_the_workflow():
+    """This test runs the scripts benchmark.yml runs; fail here first if the workflow changes."""
+    scripts = workflow_scripts("benchmark.yml")
+    assert scripts["plan"][-1] == "tools/ci/plan.sh"
+    assert scripts["bench"] == ["tools/setup.sh", "tools/ci/fetch-binaries.sh", "tools/ci/run-cell.sh", "tools/ci/teardown.sh"]
+    assert scripts["publish"][-2:] == ["tools/ci/publish.sh", "tools/ci/export-gab.sh"]
+    assert scripts["alert"][-1] == "tools/ci/alert.sh"
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def base_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACTIONS_"))}
+    env.update(
+        GITHUB_OUTPUT=str(tmp / "github_output"),
+        GITHUB_STEP_SUMMARY=str(tmp / "step_summary.md"),
+        GITHUB_REPOSITORY=OWNER_REPO,
+        GITHUB_RUN_ID="4242",
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+    )
+    env.pop("GITHUB_TOKEN", None)
+    return env
+
+
+class Logs:
+    """Everything the scripts print, to check that no token ever shows up."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def run(self, script: str, env: dict[str, str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(CI / script)], env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
+        self.text += f"\n$ {script}\n{proc.stdout}{proc.stderr}"
+        if check and proc.returncode != 0:
+            pytest.fail(f"{script} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition("=")
+        out[key] = value
+    return out
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def bare_repo(path: Path) -> Path:
+    git("init", "-q", "--bare", str(path))
+    return path
+
+
+def branch_checkout(bare: Path, dest: Path) -> Path:
+    git("clone", "-q", "--branch", "gh-pages", str(bare), str(dest))
+    return dest
+
+
+class FakeGitHub:
+    """A GitHub REST API stand-in on 127.0.0.1 that records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self, status: int, payload) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _record(self) -> dict:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                call = {"method": self.command, "path": self.path, "auth": self.headers.get("Authorization", ""),
+                        "body": json.loads(raw) if raw else None}
+                fake.calls.append(call)
+                return call
+
+            def do_GET(self):  # noqa: N802 (http.server's naming)
+                self._record()
+                self._reply(200, [])
+
+            def do_POST(self):  # noqa: N802
+                call = self._record()
+                number = 1 + sum(1 for c in fake.calls if c["method"] == "POST" and c["path"].endswith("/issues"))
+                self._reply(201, {"number": number, "html_url": f"https://github.invalid/issues/{number}",
+                                  "title": (call["body"] or {}).get("title", ""), "state": "open", "labels": [],
+                                  "body": (call["body"] or {}).get("body", "")})
+
+            def do_PATCH(self):  # noqa: N802
+                call = self._record()
+                self._reply(200, {"number": 1, "state": (call["body"] or {}).get("state", "open")})
+
+            def log_message(self, *args) -> None:  # keep pytest output clean
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> FakeGitHub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# -- the chain ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cells_run(tmp_path_factory):
+    """plan + every cell, as the plan and bench jobs run them. Shared by both tests."""
+    tmp = tmp_path_factory.mktemp("chain")
+    logs = Logs()
+    env = base_env(tmp)
+
+    # plan job: the dispatch inputs, narrowed to two quick cells.
+    plan_env = dict(env, VKBENCH_PRESET="smoke", VKBENCH_VERSIONS="valkey:9.0.0,valkey:9.1.2",
+                    VKBENCH_IO_THREADS="1", VKBENCH_TOPOLOGIES="standalone", VKBENCH_TOOL="",
+                    VKBENCH_RUNNERS="cloud-x86", VKBENCH_REPETITIONS="2")
+    logs.run("plan.sh", plan_env, REPO)
+    outputs = read_outputs(tmp / "github_output")
+    matrix = json.loads(outputs["matrix"])
+    assert int(outputs["cells"]) == len(matrix["include"]) == 2
+    assert "Benchmark plan: 2 cells" in (tmp / "step_summary.md").read_text()
+
+    # bench job, once per matrix entry; results land in one directory (as merge-multiple does).
+    results = tmp / "results"
+    for entry in matrix["include"]:
+        cell_env = dict(env, VKBENCH_CELL=entry["cell"], VKBENCH_BACKEND="native", VKBENCH_OUT=str(results),
+                        VKBENCH_MACHINE_CLASS=entry["runner"], VKBENCH_RUN_ID="gh-4242",
+                        VKBENCH_TRIGGER="workflow_dispatch",
+                        VKBENCH_WORKFLOW_RUN_URL=f"https://github.invalid/{OWNER_REPO}/actions/runs/4242")
+        logs.run("fetch-binaries.sh", cell_env, REPO)
+        proc = logs.run("run-cell.sh", cell_env, REPO, check=False)
+        logs.run("teardown.sh", cell_env, REPO)  # the `if: always()` step
+        if proc.returncode != 0:
+            pytest.fail(f"run-cell.sh exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        assert (results / f"{entry['id']}.json").is_file(), f"no result for {entry['id']}"
+    return {"tmp": tmp, "results": results, "matrix": matrix, "logs": logs}
+
+
+def test_chain_plan_run_publish_alert(cells_run, tmp_path):
+    logs: Logs = cells_run["logs"]
+    env = base_env(tmp_path)
+    bare = bare_repo(tmp_path / "pages.git")
+    results = cells_run["results"]
+
+    # publish job
+    pub_env = dict(env, VKBENCH_RESULTS_DIR=str(results), VKBENCH_PAGES_REPO=str(bare),
+                   VKBENCH_PAGES_BRANCH="gh-pages", VKBENCH_SITE_OUT="site")
+    logs.run("publish.sh", pub_env, tmp_path)
+    logs.run("export-gab.sh", dict(pub_env, VKBENCH_GAB_OUT=str(tmp_path / "gab")), tmp_path)
+    for name in ("rps.json", "latency.json"):
+        entries = json.loads((tmp_path / "gab" / name).read_text())
+        assert entries and {"name", "unit", "value"} <= set(entries[0])
+
+    # alert job, against the fake API, with a token that must never be printed
+    with FakeGitHub() as api:
+        alert_env = dict(env, VKBENCH_PAGES_REPO=str(bare), VKBENCH_PAGES_BRANCH="gh-pages",
+                         VKBENCH_API_URL=api.url, GITHUB_TOKEN=FAKE_TOKEN)
+        logs.run("alert.sh", alert_env, tmp_path)
+    assert api.calls, "vkbench alert made no call to the (fake) GitHub API"
+    assert all(call["path"].startswith(f"/repos/{OWNER_REPO}/issues") for call in api.calls), api.calls
+    assert all(FAKE_TOKEN in call["auth"] for call in api.calls), "the token did not reach the API"
+
+    # the branch: history updated, detection written, site built
+    pages = branch_checkout(bare, tmp_path / "check")
+    index = json.loads((pages / "history" / "index.json").read_text())
+    assert index["runs"] >= 1 and index["series"], index
+    stored = {p.stem for p in (pages / "history" / "runs").rglob("*.json")}
+    assert {e["id"] for e in cells_run["matrix"]["include"]} <= stored
+    assert (pages / "history" / "detect.json").is_file()
+    assert (pages / "site" / "index.html").is_file(), sorted(p.name for p in (pages / "site").iterdir())
+
+    summary = (tmp_path / "step_summary.md").read_text()
+    assert "Benchmark history updated" in summary and "Regression alerts" in summary
+
+    assert FAKE_TOKEN not in logs.text
+
+
+def test_two_concurrent_publishes_lose_nothing(cells_run, tmp_path):
+    env = base_env(tmp_path)
+    bare = bare_repo(tmp_path / "pages.git")
+    files = sorted(cells_run["results"].glob("*.json"))
+    assert len(files) == 2
+    # Two result sets (one cell each, with its raw folder), as two workflow runs would publish.
+    sets = []
+    for i, file in enumerate(files):
+        folder = tmp_path / f"results-{i}"
+        folder.mkdir()
+        (folder / file.name).write_bytes(file.read_bytes())
+        sets.append(folder)
+
+    def publish(folder: Path) -> subprocess.CompletedProcess:
+        pub_env = dict(env, VKBENCH_RESULTS_DIR=str(folder), VKBENCH_PAGES_REPO=str(bare),
+                       VKBENCH_PAGES_BRANCH="gh-pages", VKBENCH_SITE_OUT="site",
+                       GITHUB_STEP_SUMMARY=str(folder / "summary.md"))
+        return subprocess.run([str(CI / "publish.sh")], env=pub_env, cwd=folder, capture_output=True, text=True,
+                              timeout=900)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        procs = list(pool.map(publish, sets))
+    for proc in procs:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    pages = branch_checkout(bare, tmp_path / "check")
+    stored = {p.stem for p in (pages / "history" / "runs").rglob("*.json")}
+    assert {f.stem for f in files} <= stored, f"a publish was lost: {stored}"
+    index = json.loads((pages / "history" / "index.json").read_text())
+    points = sum(series["points"] for series in index["series"].values())
+    # Each cell measures SET and GET: two series per cell, one point each.
+    assert points == 2 * len(files), index

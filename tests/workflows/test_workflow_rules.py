@@ -1,0 +1,107 @@
+"""The repository's workflows obey the rules in workflow_rules.py, and every rule can fail."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from workflow_paths import FIXTURES, WORKFLOWS
+from workflow_rules import check_dir, load_dir
+
+EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "pr-benchmark.yml", "ci.yml"}
+
+
+def test_expected_workflows_exist():
+    assert EXPECTED_WORKFLOWS <= {p.name for p in WORKFLOWS.glob("*.yml")}
+
+
+def test_repository_workflows_break_no_rule():
+    violations = check_dir(WORKFLOWS)
+    assert not violations, "\n".join(str(v) for v in violations)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "rule"),
+    [
+        ("pinned_tag", "pinned-uses"),
+        ("pinned_no_comment", "pinned-uses"),
+        ("permissions_missing", "permissions"),
+        ("write_scope_wrong_job", "write-scope"),
+        ("self_hosted_pr_unguarded", "self-hosted-pr"),
+        ("self_hosted_pr_via_call", "self-hosted-pr"),
+        ("run_interpolation", "run-interpolation"),
+        ("persist_credentials", "persist-credentials"),
+        ("self_hosted_timeout", "self-hosted-timeout"),
+        ("fail_fast", "fail-fast"),
+        ("runner_concurrency", "runner-concurrency"),
+    ],
+)
+def test_each_rule_reports_its_broken_fixture(fixture, rule):
+    violations = check_dir(FIXTURES / fixture)
+    rules = {v.rule for v in violations}
+    assert rule in rules, f"{fixture}: expected {rule}, got {[str(v) for v in violations]}"
+    # Each fixture breaks one rule only, so the test pins down which rule fired.
+    assert rules == {rule}, [str(v) for v in violations]
+
+
+def test_every_fixture_directory_is_tested():
+    tested = {
+        "pinned_tag", "pinned_no_comment", "permissions_missing", "write_scope_wrong_job",
+        "self_hosted_pr_unguarded", "self_hosted_pr_via_call", "run_interpolation",
+        "persist_credentials", "self_hosted_timeout", "fail_fast", "runner_concurrency",
+    }
+    assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == tested
+
+
+def test_on_key_is_read_despite_yaml_boolean():
+    # PyYAML parses `on:` as True; the checker must still see the triggers.
+    wf = load_dir(WORKFLOWS)["pr-benchmark.yml"]
+    assert True in yaml.safe_load(wf.text)
+    assert wf.triggers == {"pull_request"}
+
+
+def test_benchmark_inputs_match_the_contract():
+    """The dispatch form and the reusable interface offer the same inputs."""
+    wf = load_dir(WORKFLOWS)["benchmark.yml"]
+    on = wf.data[True]
+    dispatch, call = on["workflow_dispatch"]["inputs"], on["workflow_call"]["inputs"]
+    expected = {"preset", "versions", "io_threads", "topologies", "tool", "runner_classes", "repetitions", "publish"}
+    assert set(dispatch) == expected == set(call)
+    assert dispatch["preset"]["options"] == [
+        "smoke", "nightly", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
+    ]
+    assert dispatch["runner_classes"]["default"] == "cloud-x86"
+    assert dispatch["publish"]["type"] == call["publish"]["type"] == "boolean"
+
+
+def test_presets_offered_in_the_form_exist():
+    from importlib import resources
+
+    wf = load_dir(WORKFLOWS)["benchmark.yml"]
+    shipped = {p.name[:-5] for p in (resources.files("vkbench.matrix") / "presets").iterdir() if p.name.endswith(".yaml")}
+    assert set(wf.data[True]["workflow_dispatch"]["inputs"]["preset"]["options"]) <= shipped
+
+
+def test_nightly_calls_benchmark_with_nightly_preset_everywhere():
+    wf = load_dir(WORKFLOWS)["nightly.yml"]
+    assert {"schedule", "workflow_dispatch"} <= wf.triggers
+    (job,) = wf.jobs.values()
+    assert job["uses"] == "./.github/workflows/benchmark.yml"
+    assert job["with"]["preset"] == "nightly"
+    assert set(job["with"]["runner_classes"].split(",")) == {"pi-cm4", "cloud-x86", "cloud-arm64"}
+    assert job["with"]["publish"] is True
+
+
+def test_scripts_called_by_workflows_exist_and_are_executable():
+    import re
+
+    from workflow_paths import REPO
+
+    called = set()
+    for wf in load_dir(WORKFLOWS).values():
+        called |= set(re.findall(r"\btools/[\w./-]+\.sh\b", wf.text))
+    assert called, "the workflows call no tools/ script"
+    for script in sorted(called):
+        path = REPO / script
+        assert path.is_file(), f"{script} is called by a workflow but does not exist"
+        assert path.stat().st_mode & 0o111, f"{script} is not executable"
