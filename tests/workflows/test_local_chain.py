@@ -12,11 +12,14 @@ neither is lost (vkbench publish retries a rejected push).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import random
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -95,6 +98,34 @@ def git(*args: str, cwd: Path | None = None) -> str:
 def bare_repo(path: Path) -> Path:
     git("init", "-q", "--bare", str(path))
     return path
+
+
+def seed_regression(result_file: Path, dest: Path, *, machine_class: str = "cloud-arm64") -> Path:
+    """Earlier nights in the history: 14 runs of one cell on another class, -40% from run 10.
+
+    Built from a real result file of this chain (same schema, same dimensions) with the run
+    identity, timestamp and throughput changed, so detection has a regression to report and
+    the alert job has an issue to open. A separate machine class keeps these series apart from
+    the chain's own results."""
+    src = json.loads(result_file.read_text())
+    rng = random.Random(7)
+    start = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
+    dest.mkdir(parents=True)
+    for i in range(14):
+        data = copy.deepcopy(src)
+        level = 500_000.0 * (1.0 if i < 9 else 0.6)
+        data["run"].update(run_id=f"seed-{i:02d}", machine_class=machine_class,
+                           timestamp=(start + timedelta(days=i)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        data["dimensions"]["runner"] = machine_class
+        for metrics in data["summary"].values():
+            samples = [level * (1 + rng.uniform(-0.01, 0.01)) for _ in range(3)]
+            metrics["rps"].update(median=sorted(samples)[1], ci_low=min(samples), ci_high=max(samples),
+                                  cv=0.01, n=3, samples=samples)
+        for rep in data["repetitions"]:
+            for record in rep["records"]:
+                record["rps"] = level
+        (dest / f"seed-{i:02d}.json").write_text(json.dumps(data))
+    return dest
 
 
 def branch_checkout(bare: Path, dest: Path) -> Path:
@@ -197,6 +228,11 @@ def test_chain_plan_run_publish_alert(cells_run, tmp_path):
     bare = bare_repo(tmp_path / "pages.git")
     results = cells_run["results"]
 
+    # Earlier nights, already on gh-pages: a history with a regression in it.
+    seed = seed_regression(sorted(results.glob("*.json"))[0], tmp_path / "seed")
+    subprocess.run([str(REPO / ".venv" / "bin" / "vkbench"), "publish", str(seed), "--repo-dir", str(bare),
+                    "--branch", "gh-pages"], check=True, capture_output=True, text=True, env=env, timeout=600)
+
     # publish job
     pub_env = dict(env, VKBENCH_RESULTS_DIR=str(results), VKBENCH_PAGES_REPO=str(bare),
                    VKBENCH_PAGES_BRANCH="gh-pages", VKBENCH_SITE_OUT="site")
@@ -214,6 +250,11 @@ def test_chain_plan_run_publish_alert(cells_run, tmp_path):
     assert api.calls, "vkbench alert made no call to the (fake) GitHub API"
     assert all(call["path"].startswith(f"/repos/{OWNER_REPO}/issues") for call in api.calls), api.calls
     assert all(FAKE_TOKEN in call["auth"] for call in api.calls), "the token did not reach the API"
+    created = [c for c in api.calls if c["method"] == "POST" and c["path"] == f"/repos/{OWNER_REPO}/issues"]
+    assert len(created) == 1, api.calls
+    assert created[0]["body"]["title"].startswith("Performance regression:")
+    assert "cloud-arm64" in created[0]["body"]["title"]
+    assert created[0]["body"]["labels"] == ["vkbench-regression"]
 
     # the branch: history updated, detection written, site built
     pages = branch_checkout(bare, tmp_path / "check")
@@ -226,6 +267,7 @@ def test_chain_plan_run_publish_alert(cells_run, tmp_path):
 
     summary = (tmp_path / "step_summary.md").read_text()
     assert "Benchmark history updated" in summary and "Regression alerts" in summary
+    assert "1 open regression" in summary, summary
 
     assert FAKE_TOKEN not in logs.text
 

@@ -105,3 +105,15 @@ def test_scripts_called_by_workflows_exist_and_are_executable():
         path = REPO / script
         assert path.is_file(), f"{script} is called by a workflow but does not exist"
         assert path.stat().st_mode & 0o111, f"{script} is not executable"
+
+
+def test_dispatch_form_docs_cover_every_input():
+    """docs/workflows.md and its annotated form explain every input the form shows."""
+    from workflow_paths import REPO
+
+    inputs = load_dir(WORKFLOWS)["benchmark.yml"].data[True]["workflow_dispatch"]["inputs"]
+    guide = (REPO / "docs" / "workflows.md").read_text()
+    form = (REPO / "docs" / "img" / "dispatch-form.svg").read_text()
+    for name in inputs:
+        assert f"`{name}`" in guide, f"docs/workflows.md does not explain the {name} input"
+        assert f"> {name}<" in form or f" {name}</text>" in form, f"dispatch-form.svg has no note for {name}"

@@ -26,7 +26,7 @@ def ingest_cmd(results, history_dir, as_json):
         return
     from rich.console import Console
 
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     console.print(
         f"[bold]{history_dir}[/]: {report.files} result file(s), "
         f"[green]{report.added} point(s) added[/] to {len(report.series)} series "

@@ -160,8 +160,15 @@ def _extra_directives(extra_args: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 
 def render_config_file(directives: list[tuple[str, ...]]) -> str:
-    """Config-file text for the native backend."""
-    return "".join(" ".join(d) + "\n" for d in directives)
+    """Config-file text for the native backend. Values with spaces or quotes are quoted the way
+    the server's config parser (sdssplitargs) reads them back."""
+    return "".join(" ".join([d[0], *(_quote(v) for v in d[1:])]) + "\n" for d in directives)
+
+
+def _quote(value: str) -> str:
+    if value == '""' or (value and not any(c in value for c in ' \t"\'\\')):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def render_command_args(directives: list[tuple[str, ...]]) -> list[str]:

@@ -65,3 +65,8 @@ def test_renderings_agree():
     args = render_command_args(directives)
     assert args[args.index("--save") + 1] == ""
     assert args[args.index("--port") + 1] == "7000"
+
+
+def test_config_file_quotes_values_with_spaces_and_quotes():
+    text = render_config_file([("dir", "/tmp/a b"), ("requirepass", 'p"w'), ("save", '""'), ("port", "7000")])
+    assert text == 'dir "/tmp/a b"\nrequirepass "p\\"w"\nsave ""\nport 7000\n'

@@ -15,13 +15,25 @@ function markFirstChart() {
   if (perf.firstChart == null) requestAnimationFrame(() => { perf.firstChart ??= performance.now(); });
 }
 
-/** Align several series on one x axis: the union of their times (or ranks, in commit order). */
+/**
+ * Align several series on one x axis. Points of one workflow run share an x (the run's first
+ * timestamp), so a vertical slice of the chart is one run and the tooltip lists every series
+ * in it; points without a run URL keep their own time. In commit order, x is the run's rank.
+ */
 function align(lines, metric, xMode) {
-  const all = new Set();
-  for (const l of lines) for (const t of l.series.t) all.add(t);
-  const ts = Float64Array.from(all).sort();
-  const posOf = new Map();
-  ts.forEach((t, i) => posOf.set(t, i));
+  const keyOf = (s, i) => (s.runs[i] ? s.run_prefix + s.runs[i] : `t${s.t[i]}`);
+  const firstT = new Map();
+  for (const l of lines) {
+    const s = l.series;
+    for (let i = 0; i < s.n; i++) {
+      const k = keyOf(s, i), t = firstT.get(k);
+      if (t === undefined || s.t[i] < t) firstT.set(k, s.t[i]);
+    }
+  }
+  const keys = [...firstT.keys()].sort((a, b) => firstT.get(a) - firstT.get(b) || (a < b ? -1 : 1));
+  const posOf = new Map(keys.map((k, i) => [k, i]));
+  const ts = keys.map((k) => firstT.get(k));
+  for (let i = 1; i < ts.length; i++) if (ts[i] <= ts[i - 1]) ts[i] = ts[i - 1] + 1; // strictly increasing x
   const xs = xMode === "commit" ? ts.map((_, i) => i) : ts;
   const ys = lines.map((l) => {
     const s = l.series, col = s.m[metric];
@@ -29,7 +41,7 @@ function align(lines, metric, xMode) {
     const idx = new Int32Array(ts.length).fill(-1);
     const pos = new Int32Array(s.n);
     for (let i = 0; i < s.n; i++) {
-      const p = posOf.get(s.t[i]);
+      const p = posOf.get(keyOf(s, i));
       pos[i] = p;
       idx[p] = i;
       // Invalid points stay off the line (they are drawn as ×): one bad run must not look like a trend.
@@ -39,7 +51,7 @@ function align(lines, metric, xMode) {
     l.pos = pos;
     return y;
   });
-  return { ts, xs: Array.from(xs), ys };
+  return { ts, xs, ys };
 }
 
 function median(values) {
