@@ -54,3 +54,11 @@ def test_ci_scripts_are_shellcheck_clean():
     scripts = sorted(str(p) for p in (REPO / "tools" / "ci").glob("*.sh")) + [str(REPO / "tools/setup/actionlint.sh")]
     proc = subprocess.run([shellcheck, "-x", *scripts], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_compose_files_pass_docker_compose_config():
+    """What ci.yml's compose job runs: `docker compose config` on every compose/*.yaml."""
+    if shutil.which("docker") is None:
+        pytest.fail("docker (with the compose plugin) is not installed; run tools/setup/containers.sh")
+    proc = subprocess.run([str(REPO / "tools" / "ci" / "compose-config.sh")], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

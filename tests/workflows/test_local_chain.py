@@ -304,3 +304,61 @@ def test_two_concurrent_publishes_lose_nothing(cells_run, tmp_path):
     points = sum(series["points"] for series in index["series"].values())
     # Each cell measures SET and GET: two series per cell, one point each.
     assert points == 2 * len(files), index
+
+
+# -- the PR A/B ----------------------------------------------------------------------------------
+def test_pr_ab_and_comment(tmp_path):
+    """pr-benchmark.yml's two scripts: the A/B (ABBA order, compare table) and the PR comment.
+
+    Source builds need GitHub, so a wrapper stands in for vkbench that maps two fake commits to
+    released versions; every other argument reaches the real vkbench. `gh` is a recorder."""
+    scripts = workflow_scripts("pr-benchmark.yml")
+    assert scripts["ab"] == ["tools/setup.sh", "tools/ci/pr-ab.sh", "tools/ci/teardown.sh"]
+    assert scripts["comment"] == ["tools/ci/pr-comment.sh"]
+
+    base, cand = "a" * 40, "b" * 40
+    calls = tmp_path / "calls.log"
+    wrapper = tmp_path / "vkbench"
+    wrapper.write_text(
+        "#!/usr/bin/env bash\n"
+        "args=()\n"
+        f'for a in "$@"; do a="${{a//{base}/9.0.0}}"; a="${{a//{cand}/9.1.2}}"; args+=("$a"); done\n'
+        f'printf "%s\\n" "${{args[*]}}" >> {calls}\n'
+        f'exec {REPO / ".venv" / "bin" / "vkbench"} "${{args[@]}}"\n'
+    )
+    wrapper.chmod(0o755)
+    env = base_env(tmp_path)
+    env.update(VKBENCH_BIN=str(wrapper), VKBENCH_BASE_REF=base, VKBENCH_CANDIDATE_REF=cand,
+               VKBENCH_MACHINE_CLASS="cloud-x86", VKBENCH_RUN_ID="gh-pr-1", VKBENCH_TRIGGER="pull_request",
+               VKBENCH_BACKEND="native", VKBENCH_PRESET="smoke", VKBENCH_IO_THREADS="1",
+               VKBENCH_TOPOLOGIES="standalone,replication:1", VKBENCH_AB_DIR=str(tmp_path / "ab"))
+    logs = Logs()
+    logs.run("pr-ab.sh", env, tmp_path)
+
+    runs = [line for line in calls.read_text().splitlines() if line.startswith("run ")]
+    order = ["9.0.0" in line.split("--out")[0] for line in runs]
+    assert order == [True, False, False, True], "cells must alternate which build goes first (ABBA)"
+    assert all(line.split("--out ")[1].split()[0].endswith("/ab/base") == ("valkey:9.0.0" in line) for line in runs)
+    table = (tmp_path / "ab" / "compare.md").read_text()
+    assert "valkey:9.0.0" in table and "valkey:9.1.2" in table
+
+    # comment job: gh is replaced by a recorder on PATH
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh_log = tmp_path / "gh.log"
+    (bin_dir / "gh").write_text(
+        "#!/usr/bin/env bash\n"
+        f'printf "%s\\n" "$*" >> {gh_log}\n'
+        'while [[ $# -gt 0 ]]; do if [[ $1 == --body-file ]]; then cat "$2" >> ' + f"{gh_log}" + '; fi; shift; done\n'
+    )
+    (bin_dir / "gh").chmod(0o755)
+    comment_env = dict(base_env(tmp_path), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", GH_TOKEN=FAKE_TOKEN,
+                       VKBENCH_PR_NUMBER="17", VKBENCH_AB_DIR=str(tmp_path / "ab"), VKBENCH_AB_RESULT="success",
+                       VKBENCH_LABEL="run-benchmark",
+                       VKBENCH_WORKFLOW_RUN_URL=f"https://github.invalid/{OWNER_REPO}/actions/runs/1")
+    logs.run("pr-comment.sh", comment_env, tmp_path)
+    recorded = gh_log.read_text()
+    assert f"pr comment 17 --repo {OWNER_REPO} --body-file" in recorded
+    assert f"pr edit 17 --repo {OWNER_REPO} --remove-label run-benchmark" in recorded
+    assert "vkbench A/B: base vs this PR" in recorded and "valkey:9.1.2" in recorded
+    assert FAKE_TOKEN not in logs.text

@@ -130,3 +130,16 @@ ci_clone_pages() {
   rm -rf "$1"
   git clone --quiet --depth 1 --single-branch --branch "$branch" "$remote" "$1"
 }
+
+# ci_container_env: for the compose backend, use the project-local podman service when
+# tools/setup/containers.sh set one up and no engine was chosen already (DOCKER_HOST in the
+# runner's .env, or a system docker). Sourcing it otherwise would point docker at a socket
+# that does not exist.
+ci_container_env() {
+  [[ "${VKBENCH_BACKEND:-compose}" == compose ]] || return 0
+  local state="${VKBENCH_CONTAINERS_STATE:-$CI_REPO_ROOT/.cache/containers}"
+  if [[ -z "${DOCKER_HOST:-}" && -S "$state/podman.sock" ]]; then
+    # shellcheck source=tools/containers-env.sh
+    source "$CI_REPO_ROOT/tools/containers-env.sh"
+  fi
+}

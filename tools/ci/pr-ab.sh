@@ -27,6 +27,7 @@ for var in VKBENCH_BASE_REF VKBENCH_CANDIDATE_REF; do
   fi
 done
 
+ci_container_env
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
 preset="${VKBENCH_PRESET:-smoke}"
 mkdir -p "$dir/base" "$dir/candidate"

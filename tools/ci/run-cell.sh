@@ -23,6 +23,7 @@ for var in VKBENCH_CELL VKBENCH_RUN_ID VKBENCH_MACHINE_CLASS VKBENCH_TRIGGER; do
   fi
 done
 
+ci_container_env
 args=(run --cell "$VKBENCH_CELL"
   --backend "${VKBENCH_BACKEND:-compose}"
   --out "${VKBENCH_OUT:-vkbench-results}"

@@ -6,6 +6,7 @@ set -uo pipefail
 # shellcheck source=tools/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+ci_container_env
 if ! "$VKBENCH" run --backend "${VKBENCH_BACKEND:-compose}" --cleanup-only; then
   ci_warning "teardown" "vkbench run --cleanup-only failed; the runner may hold leftovers of this job"
 fi

@@ -62,13 +62,19 @@ def detect_changes(
 ) -> list[Change]:
     """Accepted change points of one homogeneous series (values > 0, in time order)."""
     params = params or DetectionParams()
-    y = np.log(np.asarray(values, dtype=float))
+    y_all = np.log(np.asarray(values, dtype=float))
+    if len(y_all) < params.min_before + params.strong_min_after:
+        return []
+    sigma = cv if cv is not None else robust_cv(y_all, params.noise_floor)
+    sigma = max(sigma, params.noise_floor)
+    # isolated spikes (one disturbed night) are set aside: they can neither create a change
+    # nor, inside a window, hide one
+    kept = np.flatnonzero(~spikes(y_all, sigma, params.spike_sigmas))
+    y = y_all[kept]
     n = len(y)
     if n < params.min_before + params.strong_min_after:
         return []
-    sigma = cv if cv is not None else robust_cv(y, params.noise_floor)
-    sigma = max(sigma, params.noise_floor)
-    log_samples = _log_samples(samples, n)
+    log_samples = _log_samples([samples[i] for i in kept] if samples is not None else None, n)
 
     candidates = _candidates(y, sigma, params)
     cps = sorted(candidates)
@@ -83,7 +89,24 @@ def detect_changes(
     for _, _, change in evaluated:
         improved = change.magnitude > 0 if bigger_is_better else change.magnitude < 0
         change.direction = "improvement" if improved else "regression"
+        # back to the caller's indices
+        change.index = int(kept[change.index])
+        change.before = (int(kept[change.before[0]]), int(kept[change.before[1] - 1]) + 1)
+        change.after = (int(kept[change.after[0]]), int(kept[change.after[1] - 1]) + 1)
         out.append(change)
+    return out
+
+
+def spikes(y: np.ndarray, sigma: float, k: float) -> np.ndarray:
+    """Points that differ from *both* neighbours, in the same direction, by more than k sigma.
+    A step never looks like this (its first point agrees with the next one); the last point
+    has one neighbour only and is never a spike - the persistence rule covers it."""
+    out = np.zeros(len(y), dtype=bool)
+    if len(y) < 3 or k <= 0:
+        return out
+    left = y[1:-1] - y[:-2]
+    right = y[1:-1] - y[2:]
+    out[1:-1] = (np.sign(left) == np.sign(right)) & (np.minimum(np.abs(left), np.abs(right)) > k * sigma)
     return out
 
 

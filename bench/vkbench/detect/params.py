@@ -17,6 +17,7 @@ class DetectionParams:
     # candidate search (ruptures KernelCPD, linear kernel = L2 cost, PELT search)
     penalty: float = 3.0            # x log(n), on the series in units of its own noise
     clip_sigmas: float = 3.0        # winsorize points this far from a rolling median before the search
+    spike_sigmas: float = 4.0       # a point this far from both neighbours (same side) is an outlier
     # significance of each candidate (before vs after, window-limited)
     window: int = 20                # at most this many runs on each side of a candidate
     alpha: float = 0.001            # two-sided p-value a change must beat

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import ResultFileError
 from ..history.series import bigger_is_better, describe, segments as fingerprint_segments
 from ..history.store import HistoryStore, utc_now, write_json
 from .annotations import first_index_after, load_annotations, matches_series, validate_annotations
@@ -33,6 +34,8 @@ def run_detection(
 ) -> dict:
     params = params or DetectionParams()
     store = HistoryStore(history_dir)
+    if not store.path.is_dir():
+        raise ResultFileError(f"{store.path}: no such history directory", hint="run `vkbench ingest RESULTS --history DIR` first")
     index = store.index()
     if isinstance(annotations, (str, os.PathLike)):
         entries = load_annotations(annotations)
@@ -105,7 +108,7 @@ def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
             values, samples=samples, valid=valid, fingerprints=fps, resets=resets,
             bigger_is_better=bigger_is_better(metric), params=params,
         )
-        noise[metric] = {"cv": round(found.cv, 5)}
+        noise[metric] = {"cv": round(float(found.cv), 5)}
         for change in found.changes:
             record = _record(sid, metric, change, points, valid, values, found.cv, params, resets)
             record["series_name"] = describe(dims)
@@ -131,7 +134,7 @@ def _record(sid, metric, change, points, valid, values, cv, params, resets) -> d
         good_i -= 1
     before_runs = [points[i]["run_id"] for i in range(*change.before) if valid[i]]
     after_runs = [points[i]["run_id"] for i in range(*change.after) if valid[i]]
-    min_effect = params.min_effect(cv)
+    min_effect = float(params.min_effect(cv))
     return {
         "series_id": sid,
         "metric": metric,
@@ -168,4 +171,4 @@ def _recovered(change, values, valid, points, min_effect, resets) -> bool:
     if len(tail) < 3:
         return False
     tail = sorted(tail[-3:])
-    return abs(tail[1] / change.level_before - 1) < min_effect
+    return bool(abs(tail[1] / change.level_before - 1) < min_effect)

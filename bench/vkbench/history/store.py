@@ -49,6 +49,32 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def stage_bytes(path: Path, data: bytes) -> Path:
+    """First half of an atomic write for batches: the data goes to a temp file beside
+    ``path`` (no fsync yet). :func:`commit_staged` makes a whole batch durable with one
+    ``sync`` and then renames: hundreds of files cost one flush instead of hundreds."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return Path(tmp)
+
+
+def commit_staged(staged: list[tuple[Path, Path]]) -> None:
+    """Make every staged temp file durable, then rename each over its target."""
+    if not staged:
+        return
+    os.sync()
+    for tmp, path in staged:
+        os.replace(tmp, path)
+
+
+def discard_staged(staged: list[tuple[Path, Path]]) -> None:
+    for tmp, _ in staged:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
 def write_json(path: Path, data: object, *, indent: int | None = None) -> None:
     text = json.dumps(data, indent=indent, separators=None if indent else (",", ":"))
     write_bytes_atomic(path, (text + "\n").encode("utf-8"))

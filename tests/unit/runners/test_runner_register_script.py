@@ -79,6 +79,7 @@ def register(tmp_path, api_url, *extra, token=TOKEN):
     env = {k: v for k, v in os.environ.items() if k != "VKBENCH_GITHUB_TOKEN"}
     if token is not None:
         env["VKBENCH_GITHUB_TOKEN"] = token
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1"  # the fake API is local; never via a proxy
     return subprocess.run(
         [
             str(SCRIPTS / "register-runner.sh"),

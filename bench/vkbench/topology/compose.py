@@ -1,0 +1,436 @@
+"""The compose backend: the native backend's topologies as a docker compose stack.
+
+Per deployment (``with ComposeBackend().deploy(spec) as deployment:``)::
+
+    <spec.run_dir>/compose/stack.yaml      rendered by compose_render for spec.topology
+    <spec.run_dir>/compose/project.json    project name, image, ports (no password)
+    <spec.run_dir>/<node name>/server.log  copied out of each container at teardown
+
+The engine is whatever ``DOCKER_HOST`` points to: the local podman socket of
+tools/setup/containers.sh, a real Docker engine, or ``ssh://pi-server`` for the two-machine setup
+(then pass ``server_host``, the address this machine reaches the servers at). Servers always run in
+the host network namespace. Each deployment is its own compose project ``vkbench-<pid>-<hex>``,
+labelled ``vkbench.run`` and ``vkbench.owner=<host>:<pid>:<start time>`` so that
+:meth:`ComposeBackend.cleanup_stale` can remove the stacks of a killed run and nothing else.
+
+Readiness does not use healthchecks (podman runs them from systemd timers; there is no systemd
+here, so ``up --wait`` hangs): the backend polls the servers itself with readiness.wait_ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import re
+import secrets
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ContainerEngineError, ServerStartError
+from . import procs
+from .backend import Backend, Deployment, DeploymentSpec, Endpoint
+from .compose_render import DEFAULT_BASE_PORT, render_stack
+
+log = logging.getLogger(__name__)
+
+ENGINE_HINT = "run tools/setup/containers.sh and source tools/containers-env.sh, or set DOCKER_HOST"
+CONTAINER_DATA_DIR = "/data"
+ENGINE_CHECK_TIMEOUT_S = 30.0    # `docker version` over ssh:// takes a few seconds
+UP_TIMEOUT_S = 300.0             # includes pulling the image on a real engine
+DOWN_TIMEOUT_S = 60.0
+STOP_GRACE_S = 5                 # `down --timeout`: SIGTERM, then SIGKILL after this
+LISTEN_TIMEOUT_S = 30.0
+START_ATTEMPTS = 3               # a port taken between the probe and the server's bind: new ports
+PORT_BLOCK_RANGE = (20000, 30000)  # as the native backend: below the ephemeral range; bus = +10000
+_RELEASE = re.compile(r"^\d+(\.\d+)*$")
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def default_image(engine: str, version: str) -> str:
+    """The official image of that release: ``valkey/valkey:9.1.2``, ``redis:7.0.15``."""
+    return f"redis:{version}" if engine == "redis" else f"valkey/valkey:{version}"
+
+
+def engine_is_local() -> bool:
+    """Containers share this machine's /proc (pids, CPU sampling): unix socket, not ssh/tcp."""
+    host = os.environ.get("DOCKER_HOST", "")
+    return host == "" or host.startswith("unix://")
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{procs.process_start_time(os.getpid())}"
+
+
+class Docker:
+    """The docker CLI, run in its own session so a Ctrl-C reaches vkbench, not the engine calls
+    (teardown then runs its own ``down``)."""
+
+    def __init__(self, env: dict[str, str] | None = None):
+        self.env = env
+
+    def run(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+        try:
+            done = subprocess.run(
+                ["docker", *args], env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
+                text=True, timeout=timeout, start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise ContainerEngineError("the docker CLI is not on PATH", hint=ENGINE_HINT) from None
+        except subprocess.TimeoutExpired:
+            raise ContainerEngineError(
+                f"`docker {' '.join(args[:3])} ...` did not finish within {timeout:.0f} s",
+                hint="is the engine overloaded or hung? " + ENGINE_HINT,
+            ) from None
+        if check and done.returncode != 0:
+            raise ContainerEngineError(
+                f"`docker {shlex.join(args)}` failed (exit {done.returncode}): {_tail(done.stderr or done.stdout)}",
+                hint=ENGINE_HINT,
+            )
+        return done
+
+    def check_engine(self) -> str:
+        """The engine's version; ContainerEngineError with the setup hint when unreachable."""
+        where = os.environ.get("DOCKER_HOST") or "the default socket /var/run/docker.sock"
+        done = self.run("version", "--format", "{{.Server.Version}}", timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
+        if done.returncode != 0 or not done.stdout.strip():
+            raise ContainerEngineError(f"no container engine answers at {where}: {_tail(done.stderr)}", hint=ENGINE_HINT)
+        compose = self.run("compose", "version", "--short", timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
+        if compose.returncode != 0:
+            raise ContainerEngineError(f"docker compose (v2 plugin) is missing: {_tail(compose.stderr)}", hint=ENGINE_HINT)
+        return done.stdout.strip()
+
+    def containers(self, *filters: str) -> list[dict[str, str]]:
+        """``docker ps -a`` rows: id, service, project, state, run, owner."""
+        fmt = "\t".join(['{{.ID}}', '{{.Label "com.docker.compose.service"}}', '{{.Label "com.docker.compose.project"}}',
+                         '{{.State}}', '{{.Label "vkbench.run"}}', '{{.Label "vkbench.owner"}}'])
+        args = ["ps", "-a", "--no-trunc", "--format", fmt]
+        for f in filters:
+            args += ["--filter", f]
+        rows = []
+        for line in self.run(*args, timeout=60).stdout.splitlines():
+            parts = line.split("\t")
+            if len(parts) == 6:
+                rows.append(dict(zip(("id", "service", "project", "state", "run", "owner"), parts)))
+        return rows
+
+
+@dataclass
+class _Stack:
+    """One compose project of one deployment."""
+
+    project: str
+    file: Path
+    env: dict[str, str]
+    spec: DeploymentSpec
+    image: str
+    base_port: int = 0
+    docker: Docker = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.docker = Docker(self.env)
+
+    def compose(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+        return self.docker.run("compose", "-p", self.project, "-f", str(self.file), "--ansi", "never",
+                               *args, timeout=timeout, check=check)
+
+    def containers(self) -> dict[str, dict[str, str]]:
+        """service name -> ``docker ps`` row, for this project."""
+        return {row["service"]: row for row in self.docker.containers(f"label=com.docker.compose.project={self.project}")}
+
+    def log_tail(self, node: str, lines: int = 15) -> str:
+        """The last lines of a node's server log, copied out of its container."""
+        row = self.containers().get(node)
+        if row is None:
+            return f"(no container for {node})"
+        target = self.spec.run_dir / node / "server.log"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        done = self.docker.run("cp", f"{row['id']}:{CONTAINER_DATA_DIR}/server.log", str(target), timeout=30, check=False)
+        if done.returncode != 0:
+            logs = self.docker.run("logs", "--tail", str(lines), row["id"], timeout=30, check=False)
+            return f"--- docker logs {node} ---\n" + (logs.stdout + logs.stderr).strip()
+        text = target.read_text(errors="replace").strip().splitlines()
+        return f"--- {node}:{CONTAINER_DATA_DIR}/server.log ---\n" + "\n".join(text[-lines:])
+
+
+class ComposeBackend(Backend):
+    name = "compose"
+
+    def __init__(self, server_host: str | None = None, *, image: str | None = None, base_port: int | None = None,
+                 ready_timeout: float = 60.0, state_dir: Path | None = None):
+        """``server_host``: where this machine reaches the servers (default ``VKBENCH_SERVER_HOST``
+        or the bind address); set it when DOCKER_HOST is another machine. ``image``: default
+        ``VALKEY_IMAGE`` or the official image of the cell's version. ``base_port``: first port;
+        default a free block (local engine) or 6379 (remote engine)."""
+        self.server_host = server_host or os.environ.get("VKBENCH_SERVER_HOST") or None
+        self.image = image
+        self.base_port = base_port
+        self.ready_timeout = ready_timeout
+        self.state_dir = state_dir     # the runner sets it; the container labels are the record here
+        self._engine_checked = False
+
+    # -- public --------------------------------------------------------------------------------
+
+    def image_for(self, spec: DeploymentSpec) -> str:
+        return self.image or os.environ.get("VALKEY_IMAGE") or default_image(spec.engine, spec.version)
+
+    def cleanup_stale(self, state_dir: Path | None = None) -> list[str]:
+        """Remove the projects whose owning vkbench process (on this host) is gone."""
+        docker = Docker()
+        try:
+            rows = docker.containers("label=vkbench.owner")
+        except ContainerEngineError:
+            return []    # no engine, nothing to clean; deploy() reports the engine problem
+        me = socket.gethostname()
+        stale: dict[str, str] = {}
+        for row in rows:
+            host, _, rest = row["owner"].partition(":")
+            pid, _, start = rest.partition(":")
+            if host != me or not pid.isdigit() or not row["project"]:
+                continue   # a manual stack, or another machine's run (two-machine setup)
+            if not procs.is_alive(int(pid), int(start) if start.isdigit() else None):
+                stale[row["project"]] = row["run"]
+        removed = []
+        for project, run in sorted(stale.items()):
+            _remove_project(docker, project)
+            removed.append(f"removed compose project {project} of killed run {run}")
+            log.info("stale cleanup: %s", removed[-1])
+        return removed
+
+    @contextlib.contextmanager
+    def deploy(self, spec: DeploymentSpec) -> Iterator[Deployment]:
+        from .native import _signals_deferred, _sigterm_raises_exit   # shared signal handling
+
+        docker = Docker()
+        if not self._engine_checked:
+            docker.check_engine()
+            self._engine_checked = True
+        self.cleanup_stale(self.state_dir)
+        stack: _Stack | None = None
+        with _sigterm_raises_exit():
+            try:
+                began = time.monotonic()
+                stack = self._new_stack(spec)
+                deployment = self._start(stack)
+                deployment.startup_s = round(time.monotonic() - began, 4)
+                yield deployment
+            finally:
+                if stack is not None:
+                    with _signals_deferred():
+                        _teardown(stack)
+
+    # -- start ---------------------------------------------------------------------------------
+
+    def _new_stack(self, spec: DeploymentSpec) -> _Stack:
+        run = f"{os.getpid()}-{secrets.token_hex(3)}"
+        compose_dir = spec.run_dir / "compose"
+        compose_dir.mkdir(parents=True, exist_ok=True)
+        file = compose_dir / "stack.yaml"
+        file.write_text(render_stack(spec.topology, engine=spec.engine, bench_build_context=None))
+        bind = spec.settings.bind
+        if self.server_host and bind in ("127.0.0.1", "localhost"):
+            bind = self.server_host     # a remote engine: the loopback default would be unreachable
+        host = self.server_host or ("127.0.0.1" if bind in ("0.0.0.0", "::") else bind.split()[0])
+        image = self.image_for(spec)
+        env = dict(os.environ)
+        env.update({
+            "VALKEY_PASSWORD": spec.password,       # in the environment only, never in argv or files
+            "VALKEY_IMAGE": image,
+            "BIND_ADDRESS": bind,
+            "SERVER_HOST": host,
+            "IO_THREADS": str(spec.settings.io_threads),
+            "SERVER_CPUS": spec.server_cpus or "",
+            "EXTRA_ARGS": shlex.join(spec.settings.extra_args),
+            "DATA_DIR": CONTAINER_DATA_DIR,
+            "VKBENCH_RUN": run,
+            "VKBENCH_OWNER": _owner(),
+        })
+        return _Stack(project=f"vkbench-{run}", file=file, env=env, spec=spec, image=image)
+
+    def _start(self, stack: _Stack) -> Deployment:
+        spec = stack.spec
+        nodes = spec.topology.nodes()
+        host = stack.env["SERVER_HOST"]
+        for attempt in range(1, START_ATTEMPTS + 1):
+            stack.base_port = self._pick_base_port(len(nodes), spec.topology.is_cluster, stack.env["BIND_ADDRESS"])
+            stack.env["BASE_PORT"] = str(stack.base_port)
+            _write_record(stack)
+            up = stack.compose("up", "-d", "--no-color", *[n.name for n in nodes], timeout=UP_TIMEOUT_S, check=False)
+            if up.returncode != 0:
+                raise ContainerEngineError(
+                    f"docker compose up failed for {spec.topology} with image {stack.image}: {_tail(up.stderr)}",
+                    hint=f"is the image there (docker image inspect {stack.image})? set VALKEY_IMAGE or build it; "
+                    + ENGINE_HINT,
+                )
+            endpoints = [Endpoint(n.name, host, stack.base_port + n.index, n.role, n.shard) for n in nodes]
+            try:
+                _wait_listening(stack, endpoints)
+                break
+            except _PortTaken as exc:
+                log.info("attempt %d: %s; retrying with other ports", attempt, exc)
+                _remove_project(stack.docker, stack.project)
+                if attempt == START_ATTEMPTS or not engine_is_local():
+                    raise ServerStartError(str(exc), hint="another program holds these ports; retry or pick another base port") from None
+        if spec.topology.is_cluster:
+            init = stack.compose("up", "--no-deps", "--no-color", "--exit-code-from", "cluster-init", "cluster-init",
+                                 timeout=UP_TIMEOUT_S, check=False)
+            if init.returncode != 0:
+                raise ServerStartError(
+                    f"cluster-init failed (exit {init.returncode}):\n{_tail(init.stdout + init.stderr, 20)}",
+                    hint=f"see the lines above; the stack file is {stack.file}",
+                )
+        from .readiness import wait_ready
+
+        wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
+                   log_tail=lambda e: stack.log_tail(e.name))
+        rows = stack.containers()
+        _fill_pids(stack, endpoints, rows)
+        version, commit = _server_identity(endpoints[0], spec.password)
+        if _RELEASE.match(spec.version) and version and not (version == spec.version or version.startswith(spec.version + ".")):
+            raise ServerStartError(
+                f"image {stack.image} runs {spec.engine} {version}, the cell asks for {spec.version}",
+                hint="set VALKEY_IMAGE (or ComposeBackend(image=...)) to an image of that version, or unset it",
+            )
+        return Deployment(
+            spec=spec, endpoints=endpoints, server_version=version, server_commit=commit,
+            build=_image_build(stack), log_files=[spec.run_dir / e.name / "server.log" for e in endpoints],
+        )
+
+    def _pick_base_port(self, count: int, cluster: bool, bind: str) -> int:
+        """A free block ``base..base+count-1`` (and its bus ports) on a local engine."""
+        if self.base_port is not None:
+            return self.base_port
+        if not engine_is_local():
+            return DEFAULT_BASE_PORT    # cannot probe another machine's ports
+        probe = "127.0.0.1" if bind in ("0.0.0.0", "::") else bind.split()[0]
+        for _ in range(500):
+            base = random.randrange(PORT_BLOCK_RANGE[0], PORT_BLOCK_RANGE[1] - count)
+            ports = list(range(base, base + count))
+            if not procs.ports_in_use(ports, cluster=cluster, host=probe):
+                return base
+        raise ServerStartError(f"no block of {count} free ports in {PORT_BLOCK_RANGE}", hint="free some ports; retry")
+
+
+def _wait_listening(stack: _Stack, endpoints: list[Endpoint]) -> None:
+    """Every server answers PING, or its container exited (port taken -> _PortTaken)."""
+    from .readiness import connect
+
+    import valkey
+
+    deadline = time.monotonic() + LISTEN_TIMEOUT_S
+    waiting = list(endpoints)
+    next_state_check = time.monotonic() + 0.5
+    while waiting:
+        for endpoint in list(waiting):
+            client = connect(endpoint.host, endpoint.port, stack.spec.password, timeout=0.5)
+            try:
+                client.ping()
+                waiting.remove(endpoint)
+            except valkey.exceptions.ValkeyError:
+                pass
+            finally:
+                client.close()
+        if not waiting:
+            return
+        now = time.monotonic()
+        if now >= next_state_check or now >= deadline:
+            next_state_check = now + 0.5
+            rows = stack.containers()
+            for endpoint in waiting:
+                state = rows.get(endpoint.name, {}).get("state", "missing")
+                if state != "running" or now >= deadline:
+                    tail = stack.log_tail(endpoint.name)
+                    if "Address already in use" in tail:
+                        raise _PortTaken(f"{endpoint.name} could not bind port {endpoint.port}")
+                    raise ServerStartError(
+                        f"{endpoint.name} ({endpoint.host}:{endpoint.port}) is {state} and does not answer PING:\n{tail}",
+                        hint=f"read the log above; the stack file is {stack.file}",
+                    )
+        time.sleep(0.02)
+
+
+def _fill_pids(stack: _Stack, endpoints: list[Endpoint], rows: dict[str, dict[str, str]]) -> None:
+    """Host pids of the servers (the container's PID 1 is the server: its sh execs it)."""
+    if not engine_is_local():
+        return   # pids of another machine mean nothing here
+    ids = [rows[e.name]["id"] for e in endpoints if e.name in rows]
+    done = stack.docker.run("inspect", "--format", '{{.Id}} {{.State.Pid}}', *ids, timeout=60, check=False)
+    pid_of = dict(line.split() for line in done.stdout.splitlines() if len(line.split()) == 2)
+    for endpoint in endpoints:
+        pid = pid_of.get(rows.get(endpoint.name, {}).get("id", ""), "0")
+        if pid.isdigit() and int(pid) > 0 and any(n in procs.process_cmdline(int(pid)) for n in procs.SERVER_NAMES):
+            endpoint.pid = int(pid)
+
+
+def _server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str | None]:
+    from .readiness import connect, info
+
+    client = connect(endpoint.host, endpoint.port, password)
+    try:
+        fields = info(client, "server")
+    finally:
+        client.close()
+    version = fields.get("valkey_version") or fields.get("redis_version")
+    commit = fields.get("valkey_git_sha1") or fields.get("redis_git_sha1")
+    return version, (commit if commit and commit.strip("0") else None)
+
+
+def _image_build(stack: _Stack) -> dict[str, str]:
+    """``build`` of the result: the image's repo digest when it has one (pulled), else its id."""
+    done = stack.docker.run("image", "inspect", "--format", "{{.Id}}\t{{json .RepoDigests}}", stack.image,
+                            timeout=60, check=False)
+    image_id, _, digests = done.stdout.strip().partition("\t")
+    try:
+        repo_digests = json.loads(digests) or []
+    except ValueError:
+        repo_digests = []
+    # podman gives a local image a digest too; a registry digest is the one worth pinning.
+    pinned = next((d for d in repo_digests if not d.startswith("localhost/")), None)
+    return {"source": "image", "id": pinned or image_id or "unknown", "detail": stack.image}
+
+
+def _write_record(stack: _Stack) -> None:
+    record = {"project": stack.project, "image": stack.image, "base_port": stack.base_port,
+              "owner": stack.env["VKBENCH_OWNER"], "docker_host": os.environ.get("DOCKER_HOST", "")}
+    (stack.file.parent / "project.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+# -- teardown ----------------------------------------------------------------------------------
+
+def _teardown(stack: _Stack) -> None:
+    """Copy the server logs out, then ``down -v --remove-orphans``; never raises."""
+    try:
+        for node in stack.spec.topology.nodes():
+            stack.log_tail(node.name, lines=0)
+    except (ContainerEngineError, OSError) as exc:
+        log.warning("could not copy the server logs of %s: %s", stack.project, exc)
+    _remove_project(stack.docker, stack.project, file=stack.file)
+
+
+def _remove_project(docker: Docker, project: str, *, file: Path | None = None) -> None:
+    args = ["compose", "-p", project] + (["-f", str(file)] if file and file.exists() else [])
+    try:
+        # VALKEY_PASSWORD may be unset here (stale cleanup): compose must still parse the file.
+        done = docker.run(*args, "--ansi", "never", "down", "-v", "--remove-orphans", "--timeout", str(STOP_GRACE_S),
+                          timeout=DOWN_TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            log.warning("compose down %s: %s", project, _tail(done.stderr))
+        left = [row["id"] for row in docker.containers(f"label=com.docker.compose.project={project}")]
+        if left:
+            docker.run("rm", "-f", "-v", *left, timeout=DOWN_TIMEOUT_S, check=False)
+    except ContainerEngineError as exc:
+        log.warning("could not remove compose project %s: %s", project, exc)
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    return "\n".join((text or "").strip().splitlines()[-lines:]) or "(no output)"
