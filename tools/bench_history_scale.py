@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -137,6 +138,7 @@ def main(argv=None) -> int:
             shutil.rmtree(args.dir)
         t = time.perf_counter()
         bulk_history(store, args.cells, args.runs, args.seed)
+        os.sync()        # the past is on disk before the clock starts (ingest syncs its own writes)
         size = sum(p.stat().st_size for p in history.rglob("*") if p.is_file())
         print(f"generated {args.cells * len(COMMANDS)} series x {args.runs} runs in {time.perf_counter() - t:.1f} s ({size / 1e6:.0f} MB)")
     else:

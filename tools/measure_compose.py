@@ -69,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topologies", nargs="+", default=["standalone", "cluster:3"])
     parser.add_argument("--version", default="8.0.1", help="valkey version (native cache and VALKEY_IMAGE)")
     parser.add_argument("--rounds", type=int, default=5, help="lifecycle rounds and throughput pairs")
-    parser.add_argument("--requests", type=int, default=200000, help="valkey-benchmark -n per run")
+    # Long enough runs: in cluster mode valkey-benchmark's rate moves in ~0.25 s steps (a 200k-request
+    # run reads 400k or 800k rps and nothing between).
+    parser.add_argument("--requests", type=int, default=1000000, help="valkey-benchmark -n per run")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
 

@@ -18,6 +18,7 @@ FROM ${VALKEY_IMAGE} AS valkey
 FROM debian:${DEBIAN} AS memtier
 ARG MEMTIER_REPO=https://github.com/RedisLabs/memtier_benchmark.git
 ARG MEMTIER_REF=2.1.1
+# hadolint ignore=DL3008  # Debian stable only takes fixes; pinned versions would vanish with them
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential autoconf automake pkg-config \
       libevent-dev libpcre3-dev zlib1g-dev libssl-dev git ca-certificates \
@@ -30,6 +31,7 @@ RUN git init -q . && git remote add origin "$MEMTIER_REPO" \
 
 FROM debian:${DEBIAN}
 # Runtime libraries of both tools only; no compilers in the final image.
+# hadolint ignore=DL3008  # Debian stable only takes fixes; pinned versions would vanish with them
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libevent-2.1-7 libevent-openssl-2.1-7 libssl3 zlib1g ca-certificates \
  && rm -rf /var/lib/apt/lists/*

@@ -15,6 +15,7 @@ ARG DEBIAN=bookworm-slim
 FROM debian:${DEBIAN} AS build
 ARG VALKEY_REPO=https://github.com/valkey-io/valkey.git
 ARG VALKEY_REF=unstable
+# hadolint ignore=DL3008  # Debian stable only takes fixes; pinned versions would vanish with them
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential pkg-config libssl-dev git ca-certificates \
  && rm -rf /var/lib/apt/lists/*
@@ -28,6 +29,7 @@ RUN make -j"$(nproc)" BUILD_TLS=yes USE_SYSTEMD=no >/dev/null \
  && make install PREFIX=/out >/dev/null
 
 FROM debian:${DEBIAN}
+# hadolint ignore=DL3008  # Debian stable only takes fixes; pinned versions would vanish with them
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libssl3 \
  && rm -rf /var/lib/apt/lists/* \

@@ -7,7 +7,6 @@ missing the tests FAIL (a skipped browser suite would hide a broken site) and sa
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from vkbench.site.build import build_site
 from vkbench.site.serve import serve_in_thread
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 #: Without the background-networking flags chromium keeps calling home on a closed network.
 CHROMIUM_ARGS = [
@@ -83,14 +81,3 @@ def new_page(browser):
     yield make
     for ctx in contexts:
         ctx.close()
-
-
-def screenshot(page, name: str) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
-
-
-def copy_artifact(name: str, dest: Path) -> None:  # used by hand to refresh docs/img
-    shutil.copyfile(ARTIFACTS / f"{name}.png", dest)

@@ -8,7 +8,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from conftest import screenshot
+from artifacts import screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -188,4 +188,19 @@ def test_explorer_screenshot_for_docs(site, new_page):
     # pi-cm4 GET io-threads 2: an improvement, its annotation, a kernel update and the Pi blog's figures.
     open_view(page, url, "#/explorer?command=GET&io_threads=2&machine_class=pi-cm4&topology=standalone", ".marker-improvement")
     screenshot(page, "explorer-desktop")
+    problems.assert_none()
+
+
+def test_click_opens_the_commit(site, new_page):
+    url, _ = site
+    page, problems = new_page()
+    # GitHub is not reachable from here: answer the popup locally and check where it went.
+    page.context.route("https://github.com/**", lambda route: route.fulfill(status=200, body="github"))
+    open_view(page, url, "#/explorer?command=SET&io_threads=1&machine_class=cloud-x86&server=valkey:unstable&topology=standalone", ".legend-item")
+    box = page.locator(".chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.locator(".tooltip").wait_for(state="visible")
+    with page.context.expect_page() as popup:
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert re.match(r"https://github\.com/valkey-io/valkey/commit/[0-9a-f]{12}$", popup.value.url)
     problems.assert_none()

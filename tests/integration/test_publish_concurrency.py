@@ -83,3 +83,23 @@ def test_concurrent_publishers_land_every_run_once_with_linear_history(tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again.json").read_text())["pushed"] is False
     assert len(git("rev-list", "gh-pages", cwd=remote).split()) == PUBLISHERS
+
+
+def test_publish_cli_with_detect(tmp_path):
+    from click.testing import CliRunner
+
+    from vkbench.cli.publish import publish_cmd
+
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote))
+    for night in range(3):
+        write_result(tmp_path / "res", make_result(run_id=f"n{night}", timestamp=f"2026-11-0{night + 1}T02:00:00Z"))
+    runner = CliRunner()
+    out = runner.invoke(publish_cmd, [str(tmp_path / "res"), "--repo-dir", str(remote), "--message", "nightly"])
+    assert out.exit_code == 0, out.output
+    assert out.output.startswith("pushed ") and "(attempt 1): 6 new point(s) from 3 file(s)" in out.output
+    files = git("ls-tree", "-r", "--name-only", "gh-pages", cwd=remote).split()
+    assert "history/detect.json" in files and "history/index.json" in files and "history/format.json" in files
+    assert git("log", "--format=%s", "gh-pages", cwd=remote).strip() == "nightly"
+    again = runner.invoke(publish_cmd, [str(tmp_path / "res"), "--repo-dir", str(remote)])
+    assert again.output.startswith("nothing new to publish on gh-pages")

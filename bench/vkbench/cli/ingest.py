@@ -9,18 +9,28 @@ import click
 
 
 @click.command("ingest")
-@click.argument("results", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("results", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--history", "history_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="History directory (created if missing).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def ingest_cmd(results, history_dir, as_json):
+@click.option("--rebuild-index", is_flag=True, help="Recompute index.json from the shards (repair), then ingest RESULTS if any.")
+def ingest_cmd(results, history_dir, as_json, rebuild_index):
     """Add result files (or directories of them) to a history directory.
 
     Every file is validated first: one corrupt or newer-schema file stops the ingest and
     nothing is written. Ingesting the same results again adds nothing.
     """
+    from ..errors import UsageError
     from ..history.store import HistoryStore
 
-    report = HistoryStore(history_dir).ingest(results)
+    store = HistoryStore(history_dir)
+    if rebuild_index:
+        index = store.rebuild_index()
+        click.echo(f"{history_dir}: index rebuilt from the shards: {len(index['series'])} series, {index['runs']} runs", err=as_json)
+        if not results:
+            return
+    elif not results:
+        raise UsageError("no RESULTS given", hint="vkbench ingest vkbench-results/ --history vkbench-history")
+    report = store.ingest(results)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))
         return

@@ -44,28 +44,42 @@ def build_incidents(change_points: list[dict], series_index: dict, annotations: 
 
 
 def _group(change_points: list[dict], dims: dict) -> list[list[dict]]:
-    """Union of change points with the same machine class and direction whose (good, bad]
-    windows overlap."""
+    """Change points of the same machine class and direction belong together when their
+    (good, bad] windows overlap or when one's first bad run is within a couple of runs of the
+    other's: at 3 % noise a change is located to +-1-2 runs, and one code change must not
+    become several incidents because some series noticed it a night late."""
     buckets: dict[tuple, list[dict]] = {}
     for cp in change_points:
         machine = dims.get(cp["series_id"], {}).get("machine_class", "?")
         buckets.setdefault((machine, cp["direction"]), []).append(cp)
     groups: list[list[dict]] = []
     for cps in buckets.values():
-        cps = sorted(cps, key=lambda c: (c["good"]["timestamp"], c["bad"]["timestamp"]))
-        current: list[dict] = []
-        current_end = ""
-        for cp in cps:
-            if current and cp["good"]["timestamp"] < current_end:
-                current.append(cp)
-                current_end = max(current_end, cp["bad"]["timestamp"])
-            else:
-                if current:
-                    groups.append(current)
-                current, current_end = [cp], cp["bad"]["timestamp"]
-        if current:
-            groups.append(current)
+        cps = sorted(cps, key=lambda c: (c["bad"]["timestamp"], c["series_id"], c["metric"]))
+        parent = list(range(len(cps)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        near = [_near_runs(cp) for cp in cps]
+        for i, a in enumerate(cps):
+            for j in range(i + 1, len(cps)):
+                b = cps[j]
+                overlap = b["good"]["timestamp"] < a["bad"]["timestamp"] and a["good"]["timestamp"] < b["bad"]["timestamp"]
+                if overlap or a["bad"]["run_id"] in near[j] or b["bad"]["run_id"] in near[i]:
+                    parent[find(j)] = find(i)
+        by_root: dict[int, list[dict]] = {}
+        for i, cp in enumerate(cps):
+            by_root.setdefault(find(i), []).append(cp)
+        groups.extend(by_root.values())
     return groups
+
+
+def _near_runs(cp: dict) -> set[str]:
+    runs = cp.get("runs") or {}
+    return set(runs.get("before", [])[-2:]) | set(runs.get("after", [])[:3]) | {cp["bad"]["run_id"]}
 
 
 def bad_range(cp: dict) -> str:
@@ -138,17 +152,29 @@ def title(members: list[dict], dims: dict, machine: str, metric: str, magnitude:
         if len(values) == 1 and key not in _ALWAYS_SHOWN and values[0] == _USUAL.get(key):
             continue
         engine = series[0].get("engine", "valkey") if series else "valkey"
-        parts.append(fmt.format(value=_join([str(v) for v in values]), engine=engine))
+        if len(values) > 3 and all(isinstance(v, (int, float)) for v in values):
+            shown = f"{min(values)}-{max(values)}"          # "pipeline 1-32", not eight numbers
+        elif len(values) > 3:
+            shown = f"{len(values)} kinds of"
+        else:
+            shown = _join([str(v) for v in values])
+        parts.append(fmt.format(value=shown, engine=engine))
     parts.append(machine)
     what = "" if metric == "rps" else f"{metric} "
     between = _between(rep)
-    return f"{', '.join(parts)}: {what}{magnitude:+.0%} {between}".replace("+-", "-")
+    head = ", ".join(parts)
+    if len(head) > 160:                                     # GitHub titles stop at 256
+        head = head[:157].rstrip(", ") + "..."
+    return f"{head}: {what}{magnitude:+.0%} {between}".replace("+-", "-")
 
 
 def _between(rep: dict) -> str:
     good, bad = rep["good"], rep["bad"]
     if good.get("commit") and bad.get("commit") and good["commit"] != bad["commit"]:
-        return f"between {good['commit'][:7]} and {bad['commit'][:7]}"
+        width = 7                                   # like git: longer only if 7 is ambiguous
+        while width < 40 and good["commit"][:width] == bad["commit"][:width]:
+            width += 1
+        return f"between {good['commit'][:width]} and {bad['commit'][:width]}"
     return f"between {good['timestamp'][:10]} and {bad['timestamp'][:10]}"
 
 

@@ -15,7 +15,7 @@ DEFAULT_METRICS = ("rps", "p50", "p99")
 @dataclass(frozen=True)
 class DetectionParams:
     # candidate search (ruptures KernelCPD, linear kernel = L2 cost, PELT search)
-    penalty: float = 3.0            # x log(n), on the series in units of its own noise
+    penalty: float = 4.0            # x log(n), on the series in units of its own noise
     clip_sigmas: float = 3.0        # winsorize points this far from a rolling median before the search
     spike_sigmas: float = 4.0       # a point this far from both neighbours (same side) is an outlier
     # significance of each candidate (before vs after, window-limited)
@@ -23,7 +23,8 @@ class DetectionParams:
     alpha: float = 0.001            # two-sided p-value a change must beat
     min_before: int = 3             # runs of the old level needed before a change
     min_after: int = 3              # runs of the new level needed (a single outlier never alarms)
-    strong_min_after: int = 2       # ...or this many if the evidence is strong:
+    strong_min_after: int = 3       # ...or this many if the evidence is strong (3: off; 2 let two
+                                    #    consecutive outliers alarm):
     strong_alpha: float = 1e-6      #    p below this and
     strong_factor: float = 2.0      #    magnitude at least this x the minimum
     # minimum magnitude: max(min_magnitude, noise_factor x robust run-to-run CV)

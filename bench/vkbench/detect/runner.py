@@ -7,6 +7,7 @@ docs/history-format.md.
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 from pathlib import Path
@@ -71,9 +72,21 @@ def run_detection(
         "noise": noise,
         "incidents": incidents,
     }
-    if write:
+    if write and not _same_detection(store, return_doc):
         write_json(store.detect_path, return_doc, indent=1)
     return return_doc
+
+
+def _same_detection(store: HistoryStore, doc: dict) -> bool:
+    """Nothing but the timestamp would change: keep the file (no churn on gh-pages)."""
+    try:
+        old = store.read_detect()
+    except ResultFileError:
+        return False
+    if old is None:
+        return False
+    strip = lambda d: {k: v for k, v in d.items() if k != "generated"}  # noqa: E731
+    return json.loads(json.dumps(strip(doc))) == strip(old)
 
 
 def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:

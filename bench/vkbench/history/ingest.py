@@ -131,11 +131,13 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             if seen and sid not in series_index:
                 reconcile.add(sid)     # shard written by an ingest that died before the index
             fresh = []
+            entry = series_index.get(sid)
             for point in points:
                 key = (point["run_id"], point["cell_id"])
                 if key in seen:
                     report.skipped += 1
-                    reconcile.add(sid)
+                    if _index_missed(entry, point, month):
+                        reconcile.add(sid)
                     continue
                 seen.add(key)
                 fresh.append(point)
@@ -192,6 +194,18 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             store.write_index(index)
         store.write_format()
     return report
+
+
+def _index_missed(entry: dict | None, point: dict, month: str) -> bool:
+    """A point already in its shard but not (visibly) counted by the index: an ingest died
+    between the shard rename and the index write. Checked cheaply - series unknown, month not
+    listed, or newer than the index's last point - so re-ingesting a whole night into a big
+    history does not re-read every series. (A crash while back-filling an *older* run is not
+    seen here; ``HistoryStore.rebuild_index()`` repairs any case.)"""
+    if entry is None or month not in entry.get("shards", []):
+        return True
+    last = entry.get("last_point") or {}
+    return sort_key(point) > (entry.get("last") or "", last.get("run_id", ""))
 
 
 def _update_entry(entry: dict, points: list[dict]) -> None:

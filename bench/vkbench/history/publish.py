@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import PublishError
-from ..results.io import load_result
-from .ingest import IngestReport, input_files
+from .ingest import IngestReport, input_files, load_all
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
@@ -99,8 +98,7 @@ def publish(
     write detect.json or build the site into the same checkout.
     """
     paths = input_files(results)
-    for path in paths:
-        load_result(path)                       # every file valid before any git work
+    load_all(paths)                             # every file valid before any git work
     remote_str = str(remote)
     in_place = is_worktree(remote_str)
     temp = None

@@ -195,6 +195,39 @@ class HistoryStore:
 
         return ingest(self, result_paths)
 
+    def rebuild_index(self) -> dict:
+        """Recompute every series entry from its shards (repair after a crash or a hand
+        edit). Dims come from the current index, or from the result copies under runs/ for
+        series the index does not know."""
+        from .series import month_of as _month, series_key as _key
+
+        with self.lock():
+            try:
+                index = self.index()
+            except ResultFileError:
+                index = empty_index()
+            known = {sid: (e["dims"], e.get("arch")) for sid, e in index["series"].items()}
+            for path in sorted((self.path / "runs").glob("*/*/*.json")):
+                result = _read_json(path)
+                for command in result.get("summary", {}):
+                    sid, dims = _key(result, command)
+                    known.setdefault(sid, (dims, result.get("environment", {}).get("arch")))
+            series = {}
+            for directory in sorted((self.path / "series").glob("*/*")):
+                sid = directory.name
+                if sid not in known:
+                    continue
+                points = self.read_series(sid)
+                if points:
+                    dims, arch = known[sid]
+                    series[sid] = series_entry(dims, arch, points, {_month(p["timestamp"]) for p in points})
+            index["series"] = series
+            runs = self.path / "runs"
+            index["runs"] = sum(1 for m in runs.iterdir() if m.is_dir() for r in m.iterdir() if r.is_dir()) if runs.is_dir() else 0
+            self.write_index(index)
+            self.write_format()
+            return index
+
     def write_index(self, index: dict) -> None:
         index["updated"] = utc_now()
         write_json(self.index_path, index, indent=1)

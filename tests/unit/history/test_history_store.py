@@ -201,3 +201,19 @@ def test_raw_dirs_inside_a_results_dir_are_not_results(tmp_path):
     (raw / "memtier.json").write_text('{"ALL STATS": {}}')       # memtier's own JSON
     report = HistoryStore(tmp_path / "h").ingest([tmp_path / "res"])
     assert report.files == 1
+
+
+def test_rebuild_index_repairs_a_lost_index(tmp_path):
+    from click.testing import CliRunner
+
+    from vkbench.cli.ingest import ingest_cmd
+
+    store = HistoryStore(tmp_path / "h")
+    store.ingest(nightly_series(tmp_path / "res", [1.0e5, 1.1e5, 1.2e5]))
+    good = store.index()
+    (tmp_path / "h" / "index.json").write_text("garbage")
+    out = CliRunner().invoke(ingest_cmd, ["--history", str(tmp_path / "h"), "--rebuild-index"])
+    assert out.exit_code == 0, out.output
+    assert "index rebuilt from the shards: 1 series, 3 runs" in out.output
+    rebuilt = store.index()
+    assert rebuilt["series"] == good["series"] and rebuilt["runs"] == 3

@@ -36,7 +36,7 @@ def test_layout(built_site):
     assert (out / "assets" / "app" / "main.js").is_file()
     assert "{{BUILD}}" not in (out / "index.html").read_text()
     assert report.series == len(facts["sids"]) and report.points == len(facts["sids"]) * history_factory.RUNS
-    assert report.references == len(list((build_module.Path(__file__).parents[3] / "results" / "reference").glob("*.json")))
+    assert report.references == len(list((Path(__file__).parents[3] / "results" / "reference").glob("*.json")))
 
 
 def test_index_lists_every_series_with_dims_and_last_values(built_site):

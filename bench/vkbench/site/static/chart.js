@@ -4,7 +4,7 @@
 // figures as dashed lines; zoom (drag), pan (shift+drag, buttons, keys) and click-through.
 import { pointInfo } from "./data.js";
 import { fmtAxis, fmtDate, fmtDateTime, fmtPct, fmtWithUnit, METRIC_INFO, shortSha } from "./format.js";
-import { IMPROVEMENT_COLOR, REFERENCE_COLOR, REGRESSION_COLOR } from "./palette.js";
+import { REFERENCE_COLOR } from "./palette.js";
 import { h } from "./ui.js";
 
 /* global uPlot */
@@ -226,10 +226,11 @@ export function createTrendChart(container, opts) {
       const right = k % 2 === 0;
       const w = ctx.measureText(text).width;
       const x = right ? u.bbox.left + u.bbox.width - 4 * px - w : u.bbox.left + 4 * px;
+      const ty = right ? y - 5 * px : y + 14 * px; // left labels sit under their line, clear of marker labels
       ctx.fillStyle = "rgba(255,255,255,0.85)";
-      ctx.fillRect(x - 2 * px, y - 15 * px, w + 4 * px, 13 * px);
+      ctx.fillRect(x - 2 * px, ty - 10 * px, w + 4 * px, 13 * px);
       ctx.fillStyle = REFERENCE_COLOR;
-      ctx.fillText(text, x, y - 5 * px);
+      ctx.fillText(text, x, ty);
     });
     ctx.restore();
     placeMarkers(u);
@@ -440,4 +441,3 @@ export function chartToolbar(getChart) {
     h("span.toolbar-hint", {}, "Drag to zoom · Shift+drag to pan · click a point for its commit"));
 }
 
-export { REGRESSION_COLOR, IMPROVEMENT_COLOR };

@@ -8,6 +8,4 @@ export function styleFor(i) {
   return { color: COLORS[i % COLORS.length], dash: DASHES[Math.floor(i / COLORS.length) % DASHES.length] };
 }
 
-export const REGRESSION_COLOR = "#D55E00"; // vermillion, with ▼ and text
-export const IMPROVEMENT_COLOR = "#0072B2"; // blue, with ▲ and text
 export const REFERENCE_COLOR = "#5b5b5b";

@@ -45,5 +45,3 @@ export function empty(text) {
   return h("p.empty", {}, text);
 }
 
-let uid = 0;
-export const nextId = (prefix) => `${prefix}-${++uid}`;

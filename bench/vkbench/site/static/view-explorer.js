@@ -1,7 +1,7 @@
 // Explorer: pick a metric, filter by every dimension, see the series on one chart.
 import { chartToolbar, createTrendChart } from "./chart.js";
 import { loadReference, loadSeries } from "./data.js";
-import { compareValues, constantDims, FILTER_DIMS, labelFor, matches, valuesOf, varyingDims } from "./dims.js";
+import { compareValues, constantDims, FILTER_DIMS, labelFor, matches, mostCommon, valuesOf, varyingDims } from "./dims.js";
 import { DIM_LABELS, dimValueText, fmtDate, fmtWithUnit, METRIC_INFO } from "./format.js";
 import { styleFor } from "./palette.js";
 import { describeRef, refsForLines } from "./refs.js";
@@ -12,16 +12,26 @@ import { h, select } from "./ui.js";
 export const MAX_LINES = 12;
 let filtersOpen = null; // remembered across re-renders (the details element is rebuilt)
 
-/** Defaults for a fresh explorer: one machine class, one command, standalone. */
+/**
+ * Defaults for a fresh explorer: one machine class, one command, standalone; then, while more
+ * than MAX_LINES series would match, the moving version (unstable) and the most common load
+ * settings. The defaults are written into the URL, so the link shows what the reader sees.
+ */
 function defaults(index, params) {
   if (FILTER_DIMS.some((d) => params.has(d))) return false;
   const all = index.series;
-  const classes = valuesOf(all, "machine_class");
+  const pick = (dim, value) => { if (value != null) params.set(dim, String(value)); };
+  const current = () => all.filter((s) => matches(s, Object.fromEntries(FILTER_DIMS.map((d) => [d, listParam(params, d)]))));
   const commands = valuesOf(all, "command");
-  const topologies = valuesOf(all, "topology");
-  params.set("machine_class", String(classes[0]));
-  params.set("command", commands.includes("SET") ? "SET" : String(commands[0]));
-  if (topologies.includes("standalone")) params.set("topology", "standalone");
+  pick("machine_class", valuesOf(all, "machine_class")[0]);
+  pick("command", commands.includes("SET") ? "SET" : commands[0]);
+  if (valuesOf(all, "topology").includes("standalone")) pick("topology", "standalone");
+  const unstable = valuesOf(current(), "server").filter((v) => /unstable/.test(String(v)));
+  if (current().length > MAX_LINES && unstable.length) params.set("server", unstable.join(","));
+  for (const dim of ["pipeline", "clients", "data_size", "tool"]) {
+    if (current().length <= MAX_LINES) break;
+    if (valuesOf(current(), dim).length > 1) pick(dim, mostCommon(current(), dim));
+  }
   return true;
 }
 
