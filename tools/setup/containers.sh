@@ -29,12 +29,20 @@ command -v apt-get >/dev/null || die "needs a Debian host (apt-get)"
 mkdir -p "$STATE"
 
 # --- host network baseline, recorded before podman ever runs --------------------------------
-host_links() { ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | sort; }
-host_forward() { sysctl -n net.ipv4.ip_forward; }
-if [ ! -s "$STATE/host-links.baseline" ]; then
-    host_links >"$STATE/host-links.baseline"
-    host_forward >"$STATE/ip-forward.baseline"
-fi
+# What podman's bridge network would add: a bridge (podman0, cni-podman0) and ip_forward=1.
+# Other links (another test's veth in its own netns setup) are not podman's business.
+host_bridges() {
+    local dev
+    for dev in /sys/class/net/*; do
+        if [ -d "$dev/bridge" ] || case "${dev##*/}" in podman*|cni-*) true ;; *) false ;; esac; then
+            echo "${dev##*/}"
+        fi
+    done | sort
+}
+host_forward() { cat /proc/sys/net/ipv4/ip_forward; }
+# -e, not -s: no bridge at all is the usual (empty) baseline.
+[ -e "$STATE/host-bridges.baseline" ] || host_bridges >"$STATE/host-bridges.baseline"
+[ -s "$STATE/ip-forward.baseline" ] || host_forward >"$STATE/ip-forward.baseline"
 
 # --- podman and runc from bookworm -----------------------------------------------------------
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
@@ -197,13 +205,13 @@ fi
 echo "$IMAGE" >"$STATE/valkey-image"
 
 # --- verify: podman changed nothing on the host network --------------------------------------
-new_links=$(comm -13 "$STATE/host-links.baseline" <(host_links) || true)
+new_links=$(comm -13 "$STATE/host-bridges.baseline" <(host_bridges) || true)
 forward_now=$(host_forward)
 if [ -n "$new_links" ] || [ "$forward_now" != "$(cat "$STATE/ip-forward.baseline")" ]; then
     {
         echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
         echo "containers.sh: ERROR: the host network changed after starting podman"
-        [ -z "$new_links" ] || echo "  new links: $(echo "$new_links" | tr '\n' ' ')"
+        [ -z "$new_links" ] || echo "  new bridges: $(echo "$new_links" | tr '\n' ' ')"
         echo "  net.ipv4.ip_forward: was $(cat "$STATE/ip-forward.baseline"), now $forward_now"
         echo "  Stopping the podman service. Check netns=\"host\" in $CONTAINERS_CONF and"
         echo "  network_mode: host on every compose service, then undo the change by hand."

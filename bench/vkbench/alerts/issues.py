@@ -70,7 +70,9 @@ def _close_reason(incident: dict | None) -> str:
 
 
 def sync_issues(detection: dict, client: GitHubClient, *, dry_run: bool = False, label: str = LABEL,
-                server_url: str = "https://github.com") -> list[Action]:
+                server_url: str = "https://github.com", commits_repo: str | None = None) -> list[Action]:
+    """Issues go to ``client.repo``; compare links to ``commits_repo`` (default: the engine's
+    repository - the commits are the server's, not the benchmark repository's)."""
     incidents = [i for i in detection.get("incidents", []) if i["direction"] == "regression"]
     by_incident: dict[str, list[dict]] = {}
     for cp in detection.get("change_points", []):
@@ -91,7 +93,7 @@ def sync_issues(detection: dict, client: GitHubClient, *, dry_run: bool = False,
         wanted_open = incident["status"] == "open" and not incident.get("silenced")
         title = f"Performance regression: {incident['title']}"
         if wanted_open:
-            body = issue_body(incident, by_incident.get(iid, []), repo=client.repo, server_url=server_url)
+            body = issue_body(incident, by_incident.get(iid, []), repo=commits_repo, server_url=server_url)
             if issue is None:
                 number = None
                 if not dry_run:

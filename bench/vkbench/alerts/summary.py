@@ -10,6 +10,13 @@ from ..detect.report import counts
 
 _ICON = {("regression", "open"): "🔴", ("improvement", "open"): "🟢"}
 
+#: Where the commits of a series live when no repository is given: the benchmarked server's.
+ENGINE_REPOS = {"valkey": "valkey-io/valkey", "redis": "redis/redis"}
+
+
+def commits_repo(incident: dict, repo: str | None) -> str | None:
+    return repo or ENGINE_REPOS.get(incident.get("engine") or "")
+
 
 def compare_url(repo: str | None, good: dict, bad: dict, server_url: str = "https://github.com") -> str | None:
     if not repo or not good.get("commit") or not bad.get("commit") or good["commit"] == bad["commit"]:
@@ -28,6 +35,8 @@ def run_link(ref: dict) -> str:
 
 def render_incident(incident: dict, change_points: list[dict], *, repo: str | None = None,
                     server_url: str = "https://github.com", heading: str = "###", limit: int = 15) -> str:
+    """``repo``: OWNER/NAME holding the benchmarked commits (default: the engine's own
+    repository, valkey-io/valkey or redis/redis)."""
     icon = _ICON.get((incident["direction"], incident["status"]), "⚪")
     state = incident["status"]
     if incident.get("resolution"):
@@ -43,7 +52,7 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     lines.append("")
     lines.append(f"- last good: {run_link(incident['good'])}")
     lines.append(f"- first bad: {run_link(incident['bad'])}")
-    url = compare_url(repo, incident["good"], incident["bad"], server_url)
+    url = compare_url(commits_repo(incident, repo), incident["good"], incident["bad"], server_url)
     if url:
         lines.append(f"- commits: [{incident['good']['commit'][:7]}...{incident['bad']['commit'][:7]}]({url})")
     if incident.get("annotation"):
@@ -64,7 +73,8 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
 def render_summary(detection: dict, *, repo: str | None = None, server_url: str = "https://github.com",
                    site_url: str | None = None, limit: int = 10) -> str:
     """The job summary: a short "All quiet" when nothing changed, else one section per
-    incident, open regressions first."""
+    incident, open regressions first. ``repo`` is where the benchmarked commits live (for
+    compare links); by default the engine's own repository."""
     c = counts(detection)
     incidents = detection.get("incidents", [])
     title = "## vkbench regression detection"

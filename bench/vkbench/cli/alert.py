@@ -16,13 +16,14 @@ from ..errors import AlertError
 @click.option("--history", "history_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="History directory holding detect.json.")
 @click.option("--api-url", default="https://api.github.com", show_default=True, help="GitHub REST API root (GHES: https://HOST/api/v3).")
 @click.option("--server-url", default="https://github.com", show_default=True, help="Web root for compare links.")
+@click.option("--commits-repo", help="OWNER/NAME of the benchmarked commits, for compare links (default: the engine's, valkey-io/valkey).")
 @click.option("--token-env", default="GITHUB_TOKEN", show_default=True, help="Name of the env var holding the token (never pass the token itself).")
 @click.option("--fail-on", type=click.Choice(["regression", "never"]), default="never", show_default=True, help="Exit 10 when an open, unsilenced regression exists.")
 @click.option("--dry-run", is_flag=True, help="Print what would be done; write nothing (reads issues if a token is set).")
 @click.option("--detect/--no-detect", "run_detect", default=False, help="Run detection first instead of reading detect.json.")
 @click.option("--annotations", type=click.Path(dir_okay=False, path_type=Path), help="Annotations YAML (with --detect).")
 @click.option("--json", "as_json", is_flag=True, help="Print the actions as JSON.")
-def alert_cmd(repo, history_dir, api_url, server_url, token_env, fail_on, dry_run, run_detect, annotations, as_json):
+def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, fail_on, dry_run, run_detect, annotations, as_json):
     """Open, update or close one GitHub issue per regression incident of detect.json."""
     from ..alerts.github import GitHubClient
     from ..alerts.issues import sync_issues
@@ -41,7 +42,7 @@ def alert_cmd(repo, history_dir, api_url, server_url, token_env, fail_on, dry_ru
     if token is None and not dry_run:
         raise AlertError(f"no token in ${token_env}", hint=f"export {token_env} (workflow: env: {token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}) or use --dry-run")
     client = GitHubClient(repo, token, api_url=api_url)
-    actions = sync_issues(detection, client, dry_run=dry_run, server_url=server_url)
+    actions = sync_issues(detection, client, dry_run=dry_run, server_url=server_url, commits_repo=commits_repo)
     if as_json:
         click.echo(json.dumps([a.to_dict() for a in actions], indent=1))
     else:

@@ -36,7 +36,7 @@ def fail_on_regression(doc: dict) -> None:
 @click.option("--annotations", type=click.Path(dir_okay=False, path_type=Path), help="Annotations YAML (reset-baseline, silence).")
 @click.option("--fail-on", type=click.Choice(["regression", "never"]), default="never", show_default=True, help="Exit 10 when an open, unsilenced regression exists.")
 @click.option("--write/--no-write", default=True, show_default=True, help="Write detect.json into the history.")
-@click.option("--repo", help="OWNER/NAME, for commit-range links in --format markdown.")
+@click.option("--repo", help="OWNER/NAME of the benchmarked commits, for compare links in --format markdown (default: the engine's, valkey-io/valkey).")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: all cores).")
 def detect_cmd(history_dir, series_csv, bigger_is_better, fmt, annotations, fail_on, write, repo, jobs):
     """Find change points (regressions, improvements) in a history or one series.

@@ -137,6 +137,7 @@ def _incident(members: list[dict], dims: dict, annotations: list[dict]) -> dict:
         "series_ids": series_ids,
         "change_points": len(members),
         "machine_class": machine,
+        "engine": dims.get(rep["series_id"], {}).get("engine"),
         "good": rep["good"],
         "bad": rep["bad"],
         "annotation": annotation,

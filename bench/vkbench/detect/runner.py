@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
-from pathlib import Path
 from typing import Any
 
 from ..errors import ResultFileError

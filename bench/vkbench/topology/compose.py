@@ -148,18 +148,23 @@ class _Stack:
         """service name -> ``docker ps`` row, for this project."""
         return {row["service"]: row for row in self.docker.containers(f"label=com.docker.compose.project={self.project}")}
 
+    def copy_log(self, node: str, container_id: str) -> Path | None:
+        """Copy the node's server log to ``<run_dir>/<node>/server.log`` (also from a stopped container)."""
+        target = self.spec.run_dir / node / "server.log"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        done = self.docker.run("cp", f"{container_id}:{CONTAINER_DATA_DIR}/server.log", str(target), timeout=30, check=False)
+        return target if done.returncode == 0 else None
+
     def log_tail(self, node: str, lines: int = 15) -> str:
-        """The last lines of a node's server log, copied out of its container."""
+        """The last lines of a node's server log (or of its stdout/stderr when there is no log)."""
         row = self.containers().get(node)
         if row is None:
             return f"(no container for {node})"
-        target = self.spec.run_dir / node / "server.log"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        done = self.docker.run("cp", f"{row['id']}:{CONTAINER_DATA_DIR}/server.log", str(target), timeout=30, check=False)
-        if done.returncode != 0:
+        copied = self.copy_log(node, row["id"])
+        if copied is None:   # the server never got as far as opening its log: config errors go to stderr
             logs = self.docker.run("logs", "--tail", str(lines), row["id"], timeout=30, check=False)
             return f"--- docker logs {node} ---\n" + (logs.stdout + logs.stderr).strip()
-        text = target.read_text(errors="replace").strip().splitlines()
+        text = copied.read_text(errors="replace").strip().splitlines()
         return f"--- {node}:{CONTAINER_DATA_DIR}/server.log ---\n" + "\n".join(text[-lines:])
 
 
@@ -410,8 +415,9 @@ def _write_record(stack: _Stack) -> None:
 def _teardown(stack: _Stack) -> None:
     """Copy the server logs out, then ``down -v --remove-orphans``; never raises."""
     try:
-        for node in stack.spec.topology.nodes():
-            stack.log_tail(node.name, lines=0)
+        for node, row in stack.containers().items():
+            if node in {n.name for n in stack.spec.topology.nodes()}:
+                stack.copy_log(node, row["id"])
     except (ContainerEngineError, OSError) as exc:
         log.warning("could not copy the server logs of %s: %s", stack.project, exc)
     _remove_project(stack.docker, stack.project, file=stack.file)

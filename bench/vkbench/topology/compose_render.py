@@ -65,11 +65,10 @@ def port_expr(index: int, default: int) -> str:
 class Binaries:
     server: str = "valkey-server"
     cli: str = "valkey-cli"
-    benchmark: str = "valkey-benchmark"
 
     @classmethod
     def for_engine(cls, engine: str) -> Binaries:
-        return cls("redis-server", "redis-cli", "redis-benchmark") if engine == "redis" else cls()
+        return cls("redis-server", "redis-cli") if engine == "redis" else cls()
 
 
 # server_config() is called with these tokens in place of the per-stack values; they survive
@@ -219,9 +218,11 @@ def render_stack(topology: Topology, *, engine: str = "valkey", port_default: in
     last_port = port_default + len(nodes) - 1
     out = [
         GENERATED_HEADER,
-        f"# Topology {topology}: {len(nodes)} server(s) on the host network, ports BASE_PORT..BASE_PORT+{len(nodes) - 1}"
-        f" ({port_default}-{last_port} by default).",
+        f"# Topology {topology}: {len(nodes)} server(s) on the host network, "
+        + (f"port BASE_PORT ({port_default} by default)." if len(nodes) == 1 else
+           f"ports BASE_PORT..BASE_PORT+{len(nodes) - 1} ({port_default}-{last_port} by default)."),
         f"# Run: VALKEY_PASSWORD=... docker compose -f compose/{stack_file_name(topology)} up -d --wait",
+        "# (under podman: up -d without --wait; podman runs no healthchecks without systemd)",
         "# Variables and defaults: docs/compose.md. Regenerate: python tools/gen_compose.py",
         "",
         "x-labels: &labels",

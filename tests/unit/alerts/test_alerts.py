@@ -29,7 +29,7 @@ def detection(status="open", silenced=False, magnitude=-0.08, iid="0123456789ab"
     incident = {"id": iid, "title": f"SET, pipeline 16, io-threads 2, cloud-x86: {magnitude:+.0%} between a1b2c3d and d4e5f6a",
                 "status": status, "resolution": "recovered" if status == "closed" else None, "silenced": silenced,
                 "direction": "regression", "metric": "rps", "metrics": ["rps"], "magnitude": magnitude, "p_value": 0.0001,
-                "series_ids": ["s1"], "change_points": 1, "machine_class": "cloud-x86", "good": GOOD, "bad": BAD,
+                "series_ids": ["s1"], "change_points": 1, "machine_class": "cloud-x86", "engine": "valkey", "good": GOOD, "bad": BAD,
                 "annotation": {"action": "silence", "reason": "expected: new default"} if silenced else None}
     return {"generated": "2026-11-21T03:00:00Z", "series": 12, "runs": 41, "change_points": [cp], "incidents": [incident]}
 
@@ -51,7 +51,8 @@ def test_create_then_unchanged_then_update_then_close():
         assert body["labels"] == [LABEL]
         assert body["title"] == "Performance regression: SET, pipeline 16, io-threads 2, cloud-x86: -8% between a1b2c3d and d4e5f6a"
         assert body["body"].startswith(marker("0123456789ab"))
-        assert f"https://github.com/o/r/compare/{GOOD['commit']}...{BAD['commit']}" in body["body"]
+        # compare links go to the server's repository (the commits are Valkey's), issues to o/r
+        assert f"https://github.com/valkey-io/valkey/compare/{GOOD['commit']}...{BAD['commit']}" in body["body"]
         assert "https://github.com/o/r/actions/runs/40" in body["body"]
         assert len(fake.calls) == 2
 
@@ -156,5 +157,8 @@ def test_summary_all_quiet_and_with_links():
     assert f"(https://github.com/o/r/compare/{GOOD['commit']}...{BAD['commit']})" in text
     assert "[`night-040`](https://github.com/o/r/actions/runs/40)" in text
     assert "| SET standalone io2 P16 c50 d3 valkey:unstable [cloud-x86] | rps | -8.0% | 0.0001 | 400,000 → 368,000 | 1 / 1 |" in text
-    no_repo = render_summary(copy.deepcopy(detection()))
-    assert "/compare/" not in no_repo
+    default = render_summary(copy.deepcopy(detection()))
+    assert f"https://github.com/valkey-io/valkey/compare/{GOOD['commit']}...{BAD['commit']}" in default
+    unknown = detection()
+    unknown["incidents"][0]["engine"] = "other"
+    assert "/compare/" not in render_summary(unknown)
