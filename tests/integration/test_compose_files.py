@@ -88,5 +88,5 @@ def test_defaults():
     assert services["shard-0-primary"]["image"] == "valkey/valkey:8.0.1"
     assert "--port 6379" in services["shard-0-primary"]["command"][0]
     init = unescape(services["cluster-init"]["command"][0])
-    assert "127.0.0.1:6379 127.0.0.1:$((6379 + 1)) 127.0.0.1:$((6379 + 2))" in init
+    assert "host=127.0.0.1\nbase=6379\n" in init and '-lt 3 ]' in init
     assert "cpuset" not in services["shard-0-primary"]   # empty SERVER_CPUS: all CPUs

@@ -138,38 +138,43 @@ def healthcheck_script(topology: Topology, node: NodeSpec, *, binaries: Binaries
     The cli reads the password from REDISCLI_AUTH/VALKEYCLI_AUTH, not from its argv. Only
     sh builtins besides the cli: the local image has no grep.
     """
-    cli = f"{binaries.cli} -h {HOST} -p {port_expr(node.index, port_default)}"
+    lines = [f"cli=\"{binaries.cli} -h {HOST} -p {port_expr(node.index, port_default)}\""]
     if topology.is_cluster:
-        check = f'case "$$({cli} cluster info)" in *cluster_state:ok*) ;; *) exit 1 ;; esac'
+        lines.append('case "$$($$cli cluster info)" in *cluster_state:ok*) ;; *) exit 1 ;; esac')
     else:
-        check = f'[ "$$({cli} ping)" = PONG ] || exit 1'
+        lines.append('[ "$$($$cli ping)" = PONG ] || exit 1')
     if node.role == "replica":
-        check += f'; case "$$({cli} info replication)" in *master_link_status:up*) ;; *) exit 1 ;; esac'
-    return check
+        lines.append('case "$$($$cli info replication)" in *master_link_status:up*) ;; *) exit 1 ;; esac')
+    return "\n".join(lines) + "\n"
 
 
 def cluster_init_script(topology: Topology, *, binaries: Binaries = Binaries(),
                         port_default: int = DEFAULT_BASE_PORT) -> str:
     """One-shot: wait for every node's PONG, create the cluster (unless formed), wait for ok."""
-    nodes = topology.nodes()
-    addresses = " ".join(f"{HOST}:{port_expr(n.index, port_default)}" for n in nodes)
     cli = binaries.cli
     return f"""\
-nodes="{addresses}"
-first={HOST}:{base_port(port_default)}
+host={HOST}
+base={base_port(port_default)}
+nodes=""
+i=0
+while [ "$$i" -lt {len(topology.nodes())} ]; do nodes="$$nodes $$host:$$((base + i))"; i=$$((i + 1)); done
 # retry CHECK...: up to 30 s, as the containers start in parallel
 retry() {{
-  i=0
+  n=0
   until "$$@"; do
-    i=$$((i + 1)); [ "$$i" -lt 300 ] || {{ echo "cluster-init: gave up waiting for: $$*" >&2; exit 1; }}
+    n=$$((n + 1))
+    [ "$$n" -lt 300 ] || {{ echo "cluster-init: gave up waiting for: $$*" >&2; exit 1; }}
     sleep 0.1
   done
 }}
-pong() {{ [ "$$({cli} -h "$${{1%:*}}" -p "$${{1##*:}}" ping 2>/dev/null)" = PONG ]; }}
-state_ok() {{ case "$$({cli} -h "$${{1%:*}}" -p "$${{1##*:}}" cluster info 2>/dev/null)" in *cluster_state:ok*) ;; *) return 1 ;; esac; }}
+ask() {{ {cli} -h "$${{1%:*}}" -p "$${{1##*:}}" $$2 2>/dev/null; }}
+pong() {{ [ "$$(ask "$$1" ping)" = PONG ]; }}
+state_ok() {{
+  case "$$(ask "$$1" "cluster info")" in *cluster_state:ok*) ;; *) return 1 ;; esac
+}}
 for node in $$nodes; do retry pong "$$node"; done
 # A stack started again keeps its formed cluster: nothing to create then.
-if ! state_ok "$$first"; then
+if ! state_ok "$$host:$$base"; then
   {cli} --cluster create $$nodes --cluster-replicas {topology.replicas} --cluster-yes
 fi
 for node in $$nodes; do retry state_ok "$$node"; done
@@ -179,19 +184,20 @@ echo "cluster-init: cluster_state:ok on every node"
 
 def bench_script(topology: Topology, *, port_default: int = DEFAULT_BASE_PORT) -> str:
     """The bench service: one tool run against the first node (the cluster flag when needed)."""
-    target = f"{HOST} -p {base_port(port_default)}"
     cluster_vb = " --cluster" if topology.is_cluster else ""
     cluster_mt = " --cluster-mode" if topology.is_cluster else ""
     return f"""\
 # The password is in this tool's argv (neither tool reads it from the environment).
+host={HOST}
+port={base_port(port_default)}
 set -- ${{BENCH_ARGS:-}}
 case "${{BENCH_TOOL:-valkey-benchmark}}" in
   memtier_benchmark)
     [ "$$#" -gt 0 ] || set -- --test-time 10 --pipeline 16 --ratio 1:1 --hide-histogram
-    exec memtier_benchmark -s {target} --authenticate "$$VALKEY_PASSWORD"{cluster_mt} "$$@" ;;
+    exec memtier_benchmark -s "$$host" -p "$$port" --authenticate "$$VALKEY_PASSWORD"{cluster_mt} "$$@" ;;
   *)
     [ "$$#" -gt 0 ] || set -- -t set,get -n 100000 -r 100000 -P 16 -q
-    exec valkey-benchmark -h {target} -a "$$VALKEY_PASSWORD"{cluster_vb} "$$@" ;;
+    exec valkey-benchmark -h "$$host" -p "$$port" -a "$$VALKEY_PASSWORD"{cluster_vb} "$$@" ;;
 esac
 """
 

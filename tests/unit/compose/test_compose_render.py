@@ -214,3 +214,18 @@ def test_bench_service_targets_the_first_node(text, tool, flag, tmp_path):
     done = run_script(bench["command"][0], {**env, "BENCH_ARGS": "-t ping -n 10"}, tmp_path / "args")
     (argv, _), = recorded(tmp_path / "args", tool)
     assert argv[-4:] == ["-t", "ping", "-n", "10"]
+
+
+def test_every_variable_is_documented():
+    """Each ${VAR} in the stack files is in compose_render.VARIABLES and in docs/compose.md."""
+    import re
+
+    from vkbench.topology.compose_render import VARIABLES
+
+    used = set()
+    for text in COMMITTED_TOPOLOGIES:
+        used |= set(re.findall(r"\$\{([A-Z_]+)", committed(text)))
+    assert used - {"VKBENCH_RUN", "VKBENCH_OWNER"} == set(VARIABLES)
+    docs = (REPO / "docs" / "compose.md").read_text()
+    for name in used:
+        assert f"`{name}`" in docs, name
