@@ -51,6 +51,9 @@ def test_standalone_cell_writes_a_valid_result_with_raw_output_and_no_password(t
     # The preload wrote the keyspace: GET measured hits, so no empty-keyspace flag.
     assert "empty-keyspace" not in [f["code"] for f in result["validity"]["flags"]]
     assert "SET" in proc.stdout and "GET" in proc.stdout  # the summary table
+    # The server's log is kept beside the raw output, without the password.
+    log = tmp_path / f"{result['run']['cell_id']}.raw" / "servers" / "primary.log"
+    assert "Ready to accept connections" in log.read_text()
 
 
 def test_cluster_and_replicas_read_path(tmp_path):
@@ -80,6 +83,11 @@ def test_unknown_version_exits_3_with_a_hint(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "error:" in proc.stderr and "hint:" in proc.stderr
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_server_host_is_refused_for_the_native_backend(tmp_path):
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2"), "--server-host", "10.0.0.2", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "compose backend only" in proc.stderr
 
 
 def test_bad_cell_is_a_usage_error_naming_the_field(tmp_path):

@@ -24,6 +24,8 @@ from .run_display import ProgressDisplay, print_summary
 @override_options
 @click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True,
               help="native: server processes on 127.0.0.1; compose: a docker compose stack per cell.")
+@click.option("--server-host", envvar="VKBENCH_SERVER_HOST",
+              help="Compose backend with a remote engine (DOCKER_HOST=ssh://...): the address the client uses to reach the servers.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-results"),
               show_default=True, help="Directory for result files (<cell_id>.json) and raw outputs (<cell_id>.raw/).")
 @click.option("--run-id", envvar="VKBENCH_RUN_ID", help="Run identity shared by all cells (default: time + random).")
@@ -39,7 +41,7 @@ from .run_display import ProgressDisplay, print_summary
 @click.option("--cleanup-only", is_flag=True, help="Only remove leftovers of a killed earlier run, then exit.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary for machines (progress goes to stderr).")
-def run_cmd(source, preset, cell_args, backend, out_dir, run_id, machine_class, trigger, workflow_run_url,
+def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, machine_class, trigger, workflow_run_url,
             interleave, timeout, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
     """Run a matrix on real servers: deploy each cell's topology, preload, warm up, repeat,
     measure client and server CPU, check validity and write one result file per cell.
@@ -55,7 +57,7 @@ def run_cmd(source, preset, cell_args, backend, out_dir, run_id, machine_class, 
     state_dir = state_dir or Path(os.environ.get("VKBENCH_CACHE", Path.home() / ".cache" / "vkbench")) / "state"
     options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
                          trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
-                         timeout=timeout, state_dir=state_dir)
+                         timeout=timeout, state_dir=state_dir, server_host=server_host)
     err = make_console(stderr=True)
     if cleanup_only:
         from ..runner.session import cleanup

@@ -93,7 +93,20 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
                     progress("repetition-done", cell, index)
     finally:
         state.duration_s += time.monotonic() - t_cell
+        _keep_server_logs(work_root, raw_dir)
         shutil.rmtree(work_root, ignore_errors=True)
+
+
+def _keep_server_logs(work_root: Path, raw_dir: Path) -> None:
+    """Server logs go next to the raw tool output: they explain a slow or failed cell."""
+    for log in sorted(work_root.glob("*/server.log")):
+        dest = raw_dir / "servers" / f"{log.parent.name}.log"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists():   # a later round of an interleaved run: keep every round
+            with dest.open("a") as out:
+                out.write(log.read_text(errors="replace"))
+        else:
+            shutil.copyfile(log, dest)
 
 
 def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, raw_dir: Path) -> None:

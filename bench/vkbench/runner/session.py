@@ -24,6 +24,7 @@ class RunOptions:
     interleave: bool = False
     timeout: float = 600.0
     state_dir: Path | None = None
+    server_host: str | None = None
 
 
 @dataclass
@@ -83,7 +84,7 @@ def cleanup(options: RunOptions) -> list[str]:
 def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | None = None) -> RunReport:
     from ..servers import resolve_server, resolve_tool
 
-    backend = get_backend(options.backend)
+    backend = get_backend(options.backend, server_host=options.server_host)
     state_dir = _state_dir_kwargs(options)
     if hasattr(backend, "state_dir"):
         backend.state_dir = state_dir

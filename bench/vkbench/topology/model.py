@@ -128,6 +128,7 @@ def server_config(
         ("io-threads", str(settings.io_threads)),
         ("repl-diskless-sync", "yes"),
         ("repl-diskless-sync-delay", "0"),  # default 5 s would delay replica readiness
+        ("repl-diskless-load", "on-empty-db"),  # replicas load from the socket: linked in ~0.05 s, not ~1 s
         ("dir", workdir),
         ("logfile", f"{workdir.rstrip('/')}/server.log"),
         ("daemonize", "no"),

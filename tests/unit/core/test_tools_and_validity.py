@@ -84,3 +84,12 @@ def test_throttled_pi_and_failed_repetitions_are_invalid():
     v = check(cell, repetitions=[rep(100)], keys_before_reads=None, shards=1, server_cpus=4, throttled="0x50005",
               failed_repetitions=2)
     assert not v["valid"] and set(codes(v)) == {"throttled", "tool-error"}
+
+
+def test_threaded_and_cluster_runs_need_longer_repetitions():
+    cluster = Cell(server="valkey:9.1.2", tests=["set"], topology="cluster:3")
+    v = check(cluster, repetitions=[rep(100, elapsed=2.0)] * 3, keys_before_reads=None, shards=3, server_cpus=4, throttled=None)
+    assert codes(v) == ["too-short"] and "0.25 s steps" in v["flags"][0]["message"]
+    single = Cell(server="valkey:9.1.2", tests=["set"])
+    v = check(single, repetitions=[rep(100, elapsed=2.0)] * 3, keys_before_reads=None, shards=1, server_cpus=4, throttled=None)
+    assert codes(v) == []
