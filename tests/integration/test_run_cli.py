@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -158,3 +157,25 @@ def test_compare_two_runs_markdown(tmp_path):
     assert all(r.rstrip(" |").split(" | ")[-1].split(" (")[0] in ("better", "worse", "no significant change") for r in rows)
     as_json = json.loads(vkbench("compare", str(base), str(cand), "--format", "json").stdout)
     assert len(as_json["rows"]) == len(rows)
+
+
+def test_cpu_placement_pins_servers_and_client_and_is_recorded(tmp_path):
+    import os
+
+    from vkbench.topology.backend import DeploymentSpec
+    from vkbench.topology.model import ServerSettings, Topology
+    from vkbench.topology.native import NativeBackend
+
+    spec = DeploymentSpec(Topology.parse("standalone"), "valkey", "9.1.2", ServerSettings(), "pw-x",
+                          (tmp_path / "run").resolve(), server_cpus="0")
+    with NativeBackend().deploy(spec) as deployment:
+        assert os.sched_getaffinity(deployment.endpoints[0].pid) == {0}
+
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2", io_threads=2, cpu={"server": "0", "client": "1"}),
+                   "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    result = only_result(tmp_path / "out")
+    assert result["dimensions"]["cpu"] == {"server": "0", "client": "1"}
+    # io-threads 2 on one pinned server CPU: the warning names the fix.
+    flag = next(f for f in result["validity"]["flags"] if f["code"] == "io-threads-oversubscribed")
+    assert "1 server CPU" in flag["message"]

@@ -294,13 +294,13 @@ class ComposeBackend(Backend):
                     f"cluster-init failed (exit {init.returncode}):\n{_tail(init.stdout + init.stderr, 20)}",
                     hint=f"see the lines above; the stack file is {stack.file}",
                 )
-        from .readiness import wait_ready
+        from .readiness import server_identity, wait_ready
 
         wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
                    log_tail=lambda e: stack.log_tail(e.name))
         rows = stack.containers()
         _fill_pids(stack, endpoints, rows)
-        version, commit = _server_identity(endpoints[0], spec.password)
+        version, commit = server_identity(endpoints[0], spec.password)
         if _RELEASE.match(spec.version) and version and not (version == spec.version or version.startswith(spec.version + ".")):
             raise ServerStartError(
                 f"image {stack.image} runs {spec.engine} {version}, the cell asks for {spec.version}",
@@ -375,19 +375,6 @@ def _fill_pids(stack: _Stack, endpoints: list[Endpoint], rows: dict[str, dict[st
         pid = pid_of.get(rows.get(endpoint.name, {}).get("id", ""), "0")
         if pid.isdigit() and int(pid) > 0 and any(n in procs.process_cmdline(int(pid)) for n in procs.SERVER_NAMES):
             endpoint.pid = int(pid)
-
-
-def _server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str | None]:
-    from .readiness import connect, info
-
-    client = connect(endpoint.host, endpoint.port, password)
-    try:
-        fields = info(client, "server")
-    finally:
-        client.close()
-    version = fields.get("valkey_version") or fields.get("redis_version")
-    commit = fields.get("valkey_git_sha1") or fields.get("redis_git_sha1")
-    return version, (commit if commit and commit.strip("0") else None)
 
 
 def _image_build(stack: _Stack) -> dict[str, str]:

@@ -32,7 +32,7 @@ from . import procs
 from .backend import Backend, Deployment, DeploymentSpec, Endpoint
 from .cluster_setup import create_cluster
 from .model import NodeSpec, render_config_file, server_config
-from .readiness import connect, info, wait_ready
+from .readiness import connect, server_identity, wait_ready
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ class NativeBackend(Backend):
             create_cluster(endpoints, spec.password, timeout=self.ready_timeout)
         wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
                    log_tail=lambda e: by_name[e.name].log_tail())
-        version, commit = _server_identity(endpoints[0], spec.password)
+        version, commit = server_identity(endpoints[0], spec.password)
         return Deployment(
             spec=spec, endpoints=endpoints, server_version=version, server_commit=commit,
             build=binary.as_build(), log_files=[p.log_file for p in started],
@@ -178,17 +178,6 @@ def _wait_listening(started: list[procs.ServerProcess], password: str) -> None:
             )
         if waiting:
             time.sleep(0.01)
-
-
-def _server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str | None]:
-    client = connect(endpoint.host, endpoint.port, password)
-    try:
-        fields = info(client, "server")
-    finally:
-        client.close()
-    version = fields.get("valkey_version") or fields.get("redis_version")
-    commit = fields.get("valkey_git_sha1") or fields.get("redis_git_sha1")
-    return version, (commit if commit and commit.strip("0") else None)
 
 
 # -- teardown ----------------------------------------------------------------------------------

@@ -197,3 +197,16 @@ def _not_ready(endpoints: list[Endpoint], problems: dict[str, str], timeout: flo
         hint="read the server log above; on a slow or busy machine raise the ready timeout; a replica that "
         "never links usually means a wrong masterauth or a primary that refused the sync",
     )
+
+
+def server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str | None]:
+    """(version, commit) as the server reports them in INFO server; commit None when unknown
+    (release builds report all zeros)."""
+    client = connect(endpoint.host, endpoint.port, password)
+    try:
+        fields = info(client, "server")
+    finally:
+        client.close()
+    version = fields.get("valkey_version") or fields.get("redis_version")
+    commit = fields.get("valkey_git_sha1") or fields.get("redis_git_sha1")
+    return version, (commit if commit and commit.strip("0") else None)
