@@ -179,3 +179,28 @@ def test_cpu_placement_pins_servers_and_client_and_is_recorded(tmp_path):
     # io-threads 2 on one pinned server CPU: the warning names the fix.
     flag = next(f for f in result["validity"]["flags"] if f["code"] == "io-threads-oversubscribed")
     assert "1 server CPU" in flag["message"]
+
+
+def test_leftovers_of_a_killed_run_are_removed_before_the_next(tmp_path):
+    state = tmp_path / "state"
+    proc = subprocess.Popen([sys.executable, "-m", "vkbench", "run", "--state-dir", str(state), "--cell",
+                             cell(server="valkey:9.1.2", topology="replication:1", requests=5_000_000, repetitions=1, warmup=0),
+                             "--out", str(tmp_path / "out")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    servers: set[int] = set()
+    while time.monotonic() < deadline and len(servers) < 2:
+        servers |= _server_children(proc.pid)
+        time.sleep(0.1)
+    assert len(servers) == 2, "the servers never started"
+    proc.kill()                      # SIGKILL: no teardown ran
+    proc.wait()
+    assert all(_alive(p) for p in servers), "servers should survive a SIGKILLed vkbench"
+    cleanup = vkbench("run", "--cleanup-only", "--state-dir", str(state))
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert "nothing to clean up" not in cleanup.stderr
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in servers):
+        time.sleep(0.1)
+    assert not [p for p in servers if _alive(p)], "leftover servers were not removed"
+    again = vkbench("run", "--cleanup-only", "--state-dir", str(state))
+    assert "nothing to clean up" in again.stderr
