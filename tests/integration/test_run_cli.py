@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -160,8 +161,6 @@ def test_compare_two_runs_markdown(tmp_path):
 
 
 def test_cpu_placement_pins_servers_and_client_and_is_recorded(tmp_path):
-    import os
-
     from vkbench.topology.backend import DeploymentSpec
     from vkbench.topology.model import ServerSettings, Topology
     from vkbench.topology.native import NativeBackend
@@ -204,3 +203,17 @@ def test_leftovers_of_a_killed_run_are_removed_before_the_next(tmp_path):
     assert not [p for p in servers if _alive(p)], "leftover servers were not removed"
     again = vkbench("run", "--cleanup-only", "--state-dir", str(state))
     assert "nothing to clean up" in again.stderr
+
+
+def test_passwords_are_masked_first_under_github_actions(tmp_path):
+    env = {**os.environ, "GITHUB_ACTIONS": "true"}
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2", repetitions=1), "--out", str(tmp_path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    masks = [line for line in proc.stdout.splitlines() if line.startswith("::add-mask::")]
+    assert len(masks) == 1 and len(masks[0]) > len("::add-mask::") + 20
+    password = masks[0].removeprefix("::add-mask::")
+    # Nowhere else: not in the table, the result file or the raw outputs.
+    assert proc.stdout.count(password) == 1 and password not in proc.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert password not in path.read_text(errors="replace"), path

@@ -5,9 +5,11 @@ The library reports progress through a callback and never prints; the CLI draws 
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -58,6 +60,16 @@ class CellState:
     duration_s: float = 0.0
 
 
+def new_password() -> str:
+    """A fresh password per deployment. Under GitHub Actions it is registered as a secret
+    (``::add-mask::``) first, so even a tool that echoes it could not put it in the job log."""
+    password = secrets.token_urlsafe(24)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        sys.stdout.write(f"::add-mask::{password}\n")
+        sys.stdout.flush()
+    return password
+
+
 def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
@@ -68,7 +80,7 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
     if not state.started:
         state.started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     tool = ctx.tool_paths[cell.tool]
-    password = secrets.token_urlsafe(24)
+    password = new_password()
     work_root = Path(tempfile.mkdtemp(prefix="vkbench-", dir=ctx.work_dir))
     spec = DeploymentSpec(
         topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
@@ -267,8 +279,6 @@ def _round(value: float | None) -> float | None:
 
 def vkbench_commit() -> str | None:
     """The commit of this checkout of vkbench, when it is one (or GITHUB_SHA in a workflow)."""
-    import os
-
     if os.environ.get("GITHUB_SHA"):
         return os.environ["GITHUB_SHA"]
     here = Path(__file__).resolve().parent
