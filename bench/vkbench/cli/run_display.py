@@ -26,13 +26,19 @@ class ProgressDisplay:
         self.task = self.progress.add_task("starting", total=sum(c.repetitions for c in cells))
 
     def __enter__(self) -> ProgressDisplay:
-        self.progress.__enter__()
+        # The live display starts with the first cell, so errors found while preparing
+        # (a missing binary, a bad cell) are not drawn under an empty progress bar.
+        self.started = False
         return self
 
     def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
+        if self.started:
+            self.progress.__exit__(*exc)
 
     def update(self, event: str, cell: Cell, index: int) -> None:
+        if not self.started:
+            self.progress.__enter__()
+            self.started = True
         label = f"[{len(self.done_cells) + 1}/{self.total_cells}] {cell.server} {cell.topology} io{cell.io_threads}"
         if event == "deploy":
             self.progress.update(self.task, description=f"{label}: starting servers")
