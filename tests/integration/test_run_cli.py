@@ -207,13 +207,14 @@ def test_leftovers_of_a_killed_run_are_removed_before_the_next(tmp_path):
 
 def test_passwords_are_masked_first_under_github_actions(tmp_path):
     env = {**os.environ, "GITHUB_ACTIONS": "true"}
-    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2", repetitions=1), "--out", str(tmp_path), env=env)
+    proc = vkbench("run", "--cell", cell(server="valkey:9.1.2", repetitions=1), "--out", str(tmp_path), "--json", env=env)
     assert proc.returncode == 0, proc.stderr
-    masks = [line for line in proc.stdout.splitlines() if line.startswith("::add-mask::")]
+    json.loads(proc.stdout)   # stdout stays machine-readable
+    masks = [line for line in proc.stderr.splitlines() if line.startswith("::add-mask::")]
     assert len(masks) == 1 and len(masks[0]) > len("::add-mask::") + 20
     password = masks[0].removeprefix("::add-mask::")
-    # Nowhere else: not in the table, the result file or the raw outputs.
-    assert proc.stdout.count(password) == 1 and password not in proc.stderr
+    # Nowhere else: not in the output, the result file or the raw outputs.
+    assert proc.stderr.count(password) == 1 and password not in proc.stdout
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert password not in path.read_text(errors="replace"), path

@@ -62,11 +62,12 @@ class CellState:
 
 def new_password() -> str:
     """A fresh password per deployment. Under GitHub Actions it is registered as a secret
-    (``::add-mask::``) first, so even a tool that echoes it could not put it in the job log."""
+    (``::add-mask::``) first, so even a tool that echoes it could not put it in the job log.
+    The runner reads workflow commands from stderr as well; stdout stays clean for --json."""
     password = secrets.token_urlsafe(24)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        sys.stdout.write(f"::add-mask::{password}\n")
-        sys.stdout.flush()
+        sys.stderr.write(f"::add-mask::{password}\n")
+        sys.stderr.flush()
     return password
 
 
