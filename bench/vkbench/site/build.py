@@ -51,9 +51,9 @@ class BuildReport:
     largest_series_bytes: int = 0
 
     def summary(self) -> str:
-        kb = {k: f"{v / 1024:.1f} KiB" for k, v in self.bytes.items()}
+        sizes = ", ".join(f"{kind} {size / 1024:.1f} KiB" for kind, size in self.bytes.items())
         return (f"site written to {self.out_dir}: {self.series} series, {self.points} points, "
-                f"{self.references} reference figures; data {kb}")
+                f"{self.references} reference figures; data: {sizes}")
 
 
 def uplot_dist_dir() -> Path:

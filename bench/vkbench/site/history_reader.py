@@ -1,9 +1,8 @@
 """Read-only access to a history directory, as docs/history-format.md documents it.
 
-The site reads the *format*, not the store's code: the history is the contract between
-``vkbench ingest`` (which writes it) and this build, and a site built from a copy of gh-pages
-must not depend on how the store happens to be implemented today. Every problem is a
-:class:`ResultFileError` that names the file and says what to do.
+The site reads the documented format (index.json lists the shards it draws), with the store's
+line reader (:func:`vkbench.history.store.read_jsonl`) so both agree on what a valid series line
+is. Every problem is a :class:`ResultFileError` that names the file and says what to do.
 """
 
 from __future__ import annotations
@@ -11,9 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import ResultFileError
+from ..history.store import read_jsonl
 
 #: The newest history layout this code reads (format.json's ``history_version``).
 HISTORY_VERSION = 1
@@ -41,30 +41,18 @@ class History:
         return self.root / "series" / sid[:2] / sid / f"{month}.jsonl"
 
     def read_points(self, sid: str) -> list[dict]:
-        """Every line of the series, sorted by (timestamp, run_id) as the format asks readers to."""
+        """Every line of the series, sorted by (timestamp, run_id) as the format asks readers to.
+        Lines are parsed and checked by the store's reader; a shard the index lists but the
+        directory lacks is an error here (the site must not silently drop months)."""
         entry = self.series[sid]
         points: list[dict] = []
         for month in entry.get("shards") or []:
-            points.extend(self._read_shard(self.shard_path(sid, month)))
+            path = self.shard_path(sid, month)
+            if not path.is_file():
+                raise ResultFileError(f"{path}: listed in index.json but missing", hint=_REBUILD_HINT)
+            points.extend(read_jsonl(path))
         points.sort(key=lambda p: (p.get("timestamp") or "", p.get("run_id") or ""))
         return points
-
-    def _read_shard(self, path: Path) -> Iterator[dict]:
-        try:
-            fh = path.open(encoding="utf-8")
-        except FileNotFoundError:
-            raise ResultFileError(f"{path}: listed in index.json but missing", hint=_REBUILD_HINT) from None
-        with fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    point = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ResultFileError(f"{path}:{lineno}: corrupt JSON line ({exc})", hint=_REBUILD_HINT) from None
-                if not isinstance(point, dict) or "timestamp" not in point or "metrics" not in point:
-                    raise ResultFileError(f"{path}:{lineno}: not a series line (no timestamp/metrics)", hint=_REBUILD_HINT)
-                yield point
 
     def fingerprint(self, fingerprint_id: str) -> dict | None:
         """The environment of a fingerprint; None when the file is absent (older histories)."""
