@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import click
@@ -54,7 +53,6 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
     """
     if preset and source:
         raise UsageError("give a matrix file or --preset, not both", hint="drop one of them")
-    state_dir = state_dir or Path(os.environ.get("VKBENCH_CACHE", Path.home() / ".cache" / "vkbench")) / "state"
     options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
                          trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
                          timeout=timeout, state_dir=state_dir, server_host=server_host)

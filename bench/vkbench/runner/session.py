@@ -72,20 +72,23 @@ class RunReport:
         raise type(first)(f"{n} of {len(self.outcomes)} cells failed; first: {first.message}", hint=first.hint)
 
 
-def _state_dir_kwargs(options: RunOptions) -> Path:
-    return options.state_dir or (Path.home() / ".cache" / "vkbench" / "state")
+def _state_dir(options: RunOptions) -> Path:
+    """Where backends keep pid files and labels of running servers (see cleanup)."""
+    from ..servers import cache_dir
+
+    return options.state_dir or cache_dir() / "state"
 
 
 def cleanup(options: RunOptions) -> list[str]:
     backend = get_backend(options.backend)
-    return backend.cleanup_stale(_state_dir_kwargs(options))
+    return backend.cleanup_stale(_state_dir(options))
 
 
 def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | None = None) -> RunReport:
     from ..servers import resolve_server, resolve_tool
 
     backend = get_backend(options.backend, server_host=options.server_host)
-    state_dir = _state_dir_kwargs(options)
+    state_dir = _state_dir(options)
     if hasattr(backend, "state_dir"):
         backend.state_dir = state_dir
     report = RunReport(run_id=options.run_id or new_run_id(), out_dir=options.out_dir)
