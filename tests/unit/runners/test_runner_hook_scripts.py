@@ -78,10 +78,13 @@ def test_pi_check_warns_on_past_throttling_unless_told_to_fail(tmp_path):
     assert failed.returncode == 1 and "soft temperature limit" in failed.stdout
 
 
-def test_pi_check_fails_without_vcgencmd():
-    if shutil.which("vcgencmd", path="/usr/bin:/bin"):
-        pytest.skip("this machine has a real vcgencmd")
-    result = run("check-pi-throttling.sh", PATH="/usr/bin:/bin")
+def test_pi_check_fails_without_vcgencmd(tmp_path):
+    # A PATH holding only env and bash: vcgencmd cannot be found, even on a real Pi.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("env", "bash"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    result = run("check-pi-throttling.sh", PATH=str(bin_dir))
     assert result.returncode == 1 and "vcgencmd not found" in result.stderr
 
 
