@@ -12,7 +12,11 @@ workflow sees it - and scores the alarms:
 - anything else is a *false alarm* - including alarms at environment changes (the other tools
   have no notion of them) and at outliers and flagged runs. Alarms inside a slow drift are
   neither (counted separately): whether a 5 %-over-40-nights drift should alarm is a choice;
-- *delay*: nights from the first bad point until the alarm, counting the first bad night as 1.
+- *delay*: nights from the first bad point until the alarm, counting the first bad night as 1
+  (1 = reported the night the regression landed: 0 extra nights);
+- ``vkbench+AB``: vkbench with same-night confirmation (``vkbench_confirmed``): each night's
+  unconfirmed candidate gets a simulated confirmation A/B at a 2 % MDE; ``A/B/1k`` counts the
+  A/Bs dispatched per 1,000 nights of one series.
 
 The other tools see only the valid runs (kinder to them than reality; vkbench does this itself).
 
@@ -59,11 +63,13 @@ class Series:
     cv: float
     truths: list[Truth] = field(default_factory=list)
     drift_zones: list[tuple[int, int]] = field(default_factory=list)
+    code_level: np.ndarray | None = None      # the level the code alone sets (steps only): what an A/B sees
 
 
 def generate(rng: np.random.Generator, length: int, cv: float, bigger_is_better: bool) -> Series:
     """Level on the goodness scale (1.0 = baseline, lower = worse); latency = 1/level."""
     level = np.ones(length)
+    code_level = np.ones(length)
     truths: list[Truth] = []
     drifts: list[tuple[int, int]] = []
     fps = ["fp0"] * length
@@ -74,10 +80,12 @@ def generate(rng: np.random.Generator, length: int, cv: float, bigger_is_better:
         if kind == "regression":
             mag = -float(rng.choice([0.02, 0.03, 0.05, 0.08, 0.10, 0.15, 0.20]))
             level[pos:] *= 1 + mag
+            code_level[pos:] *= 1 + mag
             truths.append(Truth(pos, mag, "step"))
         elif kind == "improvement":
             mag = float(rng.choice([0.05, 0.08, 0.10, 0.15, 0.20]))
             level[pos:] *= 1 + mag
+            code_level[pos:] *= 1 + mag
             truths.append(Truth(pos, mag, "step"))
         elif kind == "drift":
             span = int(rng.integers(30, 60))
@@ -116,7 +124,7 @@ def generate(rng: np.random.Generator, length: int, cv: float, bigger_is_better:
             reps = 1.0 / reps            # latency
         samples.append([float(v) for v in reps])
         values[i] = float(np.median(reps))
-    return Series(values, samples, valid, fps, bigger_is_better, cv, truths, drifts)
+    return Series(values, samples, valid, fps, bigger_is_better, cv, truths, drifts, code_level)
 
 
 # -- detectors: each returns [(location, detected_at)] for regressions, on the prefix [0, t] --
@@ -137,6 +145,49 @@ def vkbench_online(series: Series, every: int, params: DetectionParams) -> list[
                 continue
             alarms[ch.index] = t
     return sorted(alarms.items())
+
+
+def vkbench_confirmed(series: Series, every: int, params: DetectionParams, rng: np.random.Generator,
+                      mde: float = 0.02) -> tuple[list[tuple[int, int]], int]:
+    """vkbench with same-night confirmation: detection as above, plus, each night, the
+    unconfirmed candidate at the end of the series (find_candidate) gets a confirmation A/B of
+    the last good build against tonight's. The A/B is simulated from the code's own level
+    change (steps only: an outlier, a drift or a noisy night does not reproduce in an A/B) plus
+    the A/B's noise, at the given MDE (two-sided 5 %, power 80 %): confirmed when its 95 %
+    interval lies below zero and the change is at least min_magnitude. A confirmed candidate
+    alarms that night; a rejected one never alarms. Returns (alarms, A/Bs dispatched)."""
+    from vkbench.detect.candidates import find_candidate
+
+    se = mde / 2.8016
+    alarms: dict[int, int] = {}
+    rejected: list[int] = []
+    dispatched = 0
+    n = len(series.values)
+    code = series.code_level if series.code_level is not None else np.ones(n)
+    for t in range(WARMUP, n, every):
+        end = t + 1
+        found = detect_segmented(
+            series.values[:end], samples=series.samples[:end], valid=series.valid[:end],
+            fingerprints=series.fingerprints[:end], bigger_is_better=series.bigger_is_better, params=params,
+        )
+        for ch in found.changes:
+            if ch.direction == "regression" and not any(abs(ch.index - loc) <= TOLERANCE for loc in alarms):
+                alarms[ch.index] = t
+        cand = find_candidate(series.values[:end], valid=series.valid[:end], fingerprints=series.fingerprints[:end],
+                              bigger_is_better=series.bigger_is_better, params=params,
+                              accepted=[ch.index for ch in found.changes])
+        if cand is None or any(abs(cand.index - loc) <= TOLERANCE for loc in [*alarms, *rejected]):
+            continue
+        good = max((i for i in range(cand.index) if series.valid[i]), default=None)
+        if good is None:
+            continue
+        dispatched += 1
+        measured = code[cand.index] / code[good] - 1 + float(rng.normal(0, se))
+        if measured + 1.96 * se < 0 and abs(measured) >= params.min_magnitude:
+            alarms[cand.index] = t
+        else:
+            rejected.append(cand.index)
+    return sorted(alarms.items()), dispatched
 
 
 def _badness(series: Series, idx: list[int]) -> np.ndarray:
@@ -228,8 +279,10 @@ def _job(args):
     rng = np.random.default_rng(seed)
     series = generate(rng, length, cv, bigger)
     params = DetectionParams(**params_dict)
+    confirmed, dispatched = vkbench_confirmed(series, every, params, np.random.default_rng(seed + 7))
     results = {
         "vkbench": score(series, vkbench_online(series, every, params)),
+        "vkbench+AB": {**score(series, confirmed), "ab_runs": dispatched},
         "gab-200%": score(series, rule_gab(series, 2.0)),
         "gab-105%": score(series, rule_gab(series, 1.05)),
         "valkey-perf": score(series, rule_valkey_perf(series)),
@@ -260,6 +313,7 @@ def summarize(per_cv: dict[float, dict[str, list[dict]]]) -> dict:
                 "delay_p90": float(np.percentile(delays, 90)) if delays else math.nan,
                 "steps": len(steps), "steps_ge5": len(big), "points": points,
                 "drift_alarms": sum(s["drift"] for s in scores),
+                "ab_per_1000": 1000 * sum(s.get("ab_runs", 0) for s in scores) / points if points else 0.0,
             }
     return table
 
@@ -293,13 +347,14 @@ def main(argv=None) -> int:
     table = summarize(per_cv)
     print(f"{len(jobs)} series x {args.length} nights, detection on every {args.every}. prefix, seed {args.seed}, "
           f"{time.time() - started:.0f} s; params {overrides or 'default'}")
-    header = f"{'CV':>5} {'tool':<12} {'prec':>5} {'recall':>6} {'F1':>5} {'rec>=5%':>7} {'rec2-3%':>7} {'FA/1k':>6} {'delay med':>9} {'p90':>5} {'drift':>5}"
+    header = (f"{'CV':>5} {'tool':<12} {'prec':>5} {'recall':>6} {'F1':>5} {'rec>=5%':>7} {'rec2-3%':>7} {'FA/1k':>6} "
+              f"{'delay med':>9} {'p90':>5} {'drift':>5} {'A/B/1k':>6}")
     print(header)
     print("-" * len(header))
     for (cv, tool), row in table.items():
         print(f"{cv:>5.0%} {tool:<12} {row['precision']:>5.2f} {row['recall']:>6.2f} {row['f1']:>5.2f} "
               f"{row['recall_ge5']:>7.2f} {row['recall_2_3']:>7.2f} {row['false_per_1000']:>6.2f} "
-              f"{row['delay_median']:>9.1f} {row['delay_p90']:>5.1f} {row['drift_alarms']:>5}")
+              f"{row['delay_median']:>9.1f} {row['delay_p90']:>5.1f} {row['drift_alarms']:>5} {row['ab_per_1000']:>6.1f}")
     first = next(iter(table.values()))
     print(f"(per noise level: {first['steps']} regression steps, {first['steps_ge5']} of them >= 5 %, {first['points']} scored nights)")
     if args.json:

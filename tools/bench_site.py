@@ -3,7 +3,10 @@
 
 1. Write a history of 1,000 series x 1,000 runs in the documented format (docs/history-format.md),
    directly and quickly (numpy for the numbers, string templates for the lines, 2 processes).
-2. Build the site from it (`vkbench.site.build.build_site`) and time the build.
+2. Build the site from it (`vkbench.site.build.build_site`) and time the build. Then add one
+   nightly (a new point in every series: every machine class ran its cells and one publish
+   ingests them all) and time the incremental build the publish job now does against the full
+   rebuild it did before (both from the same history, outputs compared file by file).
 3. In headless Debian chromium (Playwright, executable_path=/usr/bin/chromium), with an empty
    cache: bytes loaded for the first view (the overview) and for the default explorer view,
    and the time until the first chart is interactive (window.__vkbench.firstChart, measured
@@ -11,7 +14,7 @@
 4. The same data in github-action-benchmark's data.js format (one entry per run with all its
    benches), sized by streaming it through a byte counter and gzip (never held in memory).
 
-    .venv/bin/python tools/bench_site.py [--series 1000] [--runs 1000] [--work DIR] [--keep]
+    .venv/bin/python tools/bench_site.py [--series 1000] [--runs 1000] [--work DIR] [--keep] [--site-only]
 """
 
 from __future__ import annotations
@@ -153,6 +156,50 @@ def write_history(root: Path, n_series: int, runs: int) -> dict:
     return entries
 
 
+def append_nightly(root: Path, entries: dict, runs: int) -> int:
+    """Run number ``runs`` of every series, appended the way ingest appends (bytes at the end of
+    the month's shard; index entry and detect.json's timestamp updated). Returns points added."""
+    index = json.loads((root / "index.json").read_text())
+    added = 0
+    for k, (sid, entry) in enumerate(sorted(index["series"].items())):
+        month = entry["shards"][-1]
+        shard = root / "series" / sid[:2] / sid / f"{month}.jsonl"
+        last = json.loads(shard.read_text().splitlines()[-1])
+        cls = entry["dims"]["machine_class"]
+        day = entry["points"]  # the next run of this series
+        ts = (START + timedelta(days=day, minutes=list(CLASSES).index(cls) * 90, seconds=k % 250 * 7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        last.update(run_id=f"run-{day:05d}-{cls}", timestamp=ts, workflow_run_url=f"{RUN_URL}{10_000_000 + day * 4}")
+        last["metrics"]["rps"]["median"] *= 1.001
+        with (root / "series" / sid[:2] / sid / f"{ts[:7]}.jsonl").open("a") as fh:
+            fh.write(json.dumps(last, separators=(",", ":")) + "\n")
+        entry["shards"] = sorted(set(entry["shards"]) | {ts[:7]})
+        entry["points"] += 1
+        entry["last"] = ts
+        added += 1
+    index["runs"] += len(CLASSES)
+    (root / "index.json").write_text(json.dumps(index))
+    detect = json.loads((root / "detect.json").read_text())
+    detect["generated"] = (START + timedelta(days=runs + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    (root / "detect.json").write_text(json.dumps(detect))
+    return added
+
+
+def same_site(a: Path, b: Path) -> bool:
+    """Every file equal (index.json without its build time)."""
+    def files(root: Path) -> dict:
+        out = {}
+        for p in root.rglob("*"):
+            if p.is_file():
+                data = p.read_bytes()
+                if p.name == "index.json":
+                    index = json.loads(data)
+                    index.pop("built", None)
+                    data = json.dumps(index).encode()
+                out[p.relative_to(root)] = hashlib.sha256(data).digest()
+        return out
+    return files(a) == files(b)
+
+
 # --- 3. browser -------------------------------------------------------------------------------
 def measure_view(browser, url: str, route: str, repeats: int) -> dict:
     """Fresh context each time (empty cache): bytes over the wire and time to the first chart."""
@@ -247,8 +294,10 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    ap.add_argument("--reuse-history", action="store_true", help="keep the history already in --work (no rewrite)")
+    ap.add_argument("--site-only", action="store_true", help="only the builds (full, then one nightly: incremental vs full)")
     args = ap.parse_args()
-    if not Path(CHROMIUM).exists():
+    if not args.site_only and not Path(CHROMIUM).exists():
         print(f"error: {CHROMIUM} missing\n  hint: run tools/setup/browser.sh", file=sys.stderr)
         return 1
     sys.path.insert(0, str(REPO / "bench"))
@@ -259,24 +308,47 @@ def main() -> int:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="vkbench-site-bench-"))
     history, site = work / "history", work / "site"
-    shutil.rmtree(history, ignore_errors=True)
+    if not args.reuse_history:
+        shutil.rmtree(history, ignore_errors=True)
     fig: dict = {"series": args.series, "runs": args.runs}
     try:
         t0 = time.perf_counter()
-        entries = write_history(history, args.series, args.runs)
+        if args.reuse_history and (history / "index.json").is_file():
+            entries = json.loads((history / "index.json").read_text())["series"]
+        else:
+            entries = write_history(history, args.series, args.runs)
         fig["history_write_s"] = round(time.perf_counter() - t0, 1)
         fig["history_bytes"] = sum(p.stat().st_size for p in (history / "series").rglob("*.jsonl"))
         print(f"history: {args.series} series x {args.runs} runs, {fig['history_bytes'] / 1e6:.0f} MB of series lines, written in {fig['history_write_s']} s")
 
-        t0 = time.perf_counter()
-        report = build_site(history, site, reference_dir=REPO / "results" / "reference")
-        fig["build_s"] = round(time.perf_counter() - t0, 1)
+        t0, c0 = time.perf_counter(), time.process_time()
+        report = build_site(history, site, reference_dir=REPO / "results" / "reference", full=True)
+        fig["build_s"], fig["build_cpu_s"] = round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1)
         data = site / "data"
         fig["site_data_bytes"] = sum(p.stat().st_size for p in data.rglob("*.json"))
         fig["index_bytes"] = (data / "index.json").stat().st_size
         fig["largest_series_bytes"] = report.largest_series_bytes
-        print(f"build: {fig['build_s']} s; data {fig['site_data_bytes'] / 1e6:.1f} MB in all; index.json {fig['index_bytes'] / 1e3:.0f} kB; "
+        print(f"build: {fig['build_s']} s ({fig['build_cpu_s']} s CPU); data {fig['site_data_bytes'] / 1e6:.1f} MB in all; index.json {fig['index_bytes'] / 1e3:.0f} kB; "
               f"largest series file {report.largest_series_bytes / 1e3:.0f} kB")
+
+        nightly = work / "site-nightly"
+        shutil.rmtree(nightly, ignore_errors=True)
+        shutil.copytree(site, nightly)
+        fig["nightly_points"] = append_nightly(history, entries, args.runs)
+        t0, c0 = time.perf_counter(), time.process_time()
+        inc = build_site(history, nightly, reference_dir=REPO / "results" / "reference")
+        fig["nightly_incremental_build_s"], fig["nightly_incremental_cpu_s"] = round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1)
+        t0, c0 = time.perf_counter(), time.process_time()
+        build_site(history, site, reference_dir=REPO / "results" / "reference", full=True)
+        fig["nightly_full_build_s"], fig["nightly_full_cpu_s"] = round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1)
+        fig["nightly_incremental_equals_full"] = same_site(nightly, site)
+        shutil.rmtree(nightly, ignore_errors=True)
+        print(f"one nightly ({fig['nightly_points']} new points, {inc.appended} series extended, {inc.rebuilt} rebuilt): "
+              f"incremental build {fig['nightly_incremental_build_s']} s ({fig['nightly_incremental_cpu_s']} s CPU), "
+              f"full rebuild {fig['nightly_full_build_s']} s ({fig['nightly_full_cpu_s']} s CPU); "
+              f"outputs equal: {fig['nightly_incremental_equals_full']}")
+        if args.site_only:
+            return 0
 
         server, url = serve_in_thread(site)
         try:

@@ -31,7 +31,9 @@ from vkbench.topology.native import NativeBackend
 
 
 def direct(argv: list[str], env: dict) -> dict[str, float]:
-    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600).stdout
+    # Its own session, as vkbench starts tools: with scheduler autogroups a session shares one
+    # CPU share, so a tool left in this script's session would be slower than vkbench's.
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, start_new_session=True).stdout
     rows = [r for r in csv.reader(io.StringIO(out)) if len(r) >= 2 and r[0] != "test"]
     return {r[0]: float(r[1]) for r in rows}
 

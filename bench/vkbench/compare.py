@@ -14,6 +14,7 @@ from pathlib import Path
 from .errors import UsageError
 from .parsers.record import LATENCY_KEYS
 from .results.io import load_result, result_files
+from .servers.source_build import config_differences
 from .stats import compare_samples
 
 METRICS = ("rps",) + LATENCY_KEYS
@@ -91,5 +92,23 @@ def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...
     return rows, unmatched
 
 
-def rows_to_json(rows: list[Row], unmatched: list[str]) -> dict:
-    return {"rows": [asdict(r) for r in rows], "unmatched": unmatched}
+def build_warnings(base_dir: Path, candidate_dir: Path) -> list[str]:
+    """One line per pair of matched cells whose source builds differ in configuration (allocator,
+    compiler, flags): their difference is not the code's alone."""
+    base, cand = _load_dir(base_dir), _load_dir(candidate_dir)
+    seen: set[tuple] = set()
+    out = []
+    for key in [k for k in base if k in cand]:
+        a = (base[key]["subject"].get("build") or {}).get("config")
+        b = (cand[key]["subject"].get("build") or {}).get("config")
+        if not a or not b or a.get("id") == b.get("id"):
+            continue
+        diffs = tuple(config_differences(a, b))
+        if diffs and diffs not in seen:
+            seen.add(diffs)
+            out.append("build configurations differ (" + "; ".join(diffs) + ")")
+    return out
+
+
+def rows_to_json(rows: list[Row], unmatched: list[str], warnings: list[str] | None = None) -> dict:
+    return {"rows": [asdict(r) for r in rows], "unmatched": unmatched, "warnings": warnings or []}

@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import vkbench
-
 from .runner.session import RunOptions, RunReport, run_session
 
-#: Repository files the demo uses when run from a checkout (results/ beside bench/).
-REPO_ROOT = Path(vkbench.__file__).resolve().parents[2]
+#: Annotations of known changes, when the demo runs in a checkout (or a directory laid out like one).
+ANNOTATIONS = Path("results") / "annotations.yaml"
 
 
 @dataclass
@@ -41,9 +39,9 @@ class DemoReport:
     site_summary: str = ""
 
 
-def repo_file(relative: str) -> Path | None:
-    path = REPO_ROOT / relative
-    return path if path.exists() else None
+def annotations_file() -> Path | None:
+    path = Path.cwd() / ANNOTATIONS
+    return path if path.is_file() else None
 
 
 def run_demo(cells, paths: DemoPaths, options: RunOptions, progress=None) -> DemoReport:
@@ -51,6 +49,7 @@ def run_demo(cells, paths: DemoPaths, options: RunOptions, progress=None) -> Dem
     from .detect import run_detection
     from .history import HistoryStore, ingest
     from .site.build import build_site
+    from .site.reference import packaged_reference_dir
 
     options.out_dir = paths.results / (options.run_id or "")
     report = run_session(cells, options, progress=progress)
@@ -58,8 +57,8 @@ def run_demo(cells, paths: DemoPaths, options: RunOptions, progress=None) -> Dem
     written = [o.path for o in report.outcomes if o.path]
     if written:
         demo.ingested = ingest(HistoryStore(paths.history), written).to_dict()
-    demo.detection = run_detection(paths.history, repo_file("results/annotations.yaml"))
+    demo.detection = run_detection(paths.history, annotations_file())
     demo.summary_markdown = render_summary(demo.detection)
-    site = build_site(paths.history, paths.site, reference_dir=repo_file("results/reference"))
+    site = build_site(paths.history, paths.site, reference_dir=packaged_reference_dir())
     demo.site_summary = site.summary()
     return demo

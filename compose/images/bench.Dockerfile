@@ -16,17 +16,22 @@ ARG VALKEY_IMAGE=valkey/valkey:8.0.1
 FROM ${VALKEY_IMAGE} AS valkey
 
 FROM debian:${DEBIAN} AS memtier
-ARG MEMTIER_REPO=https://github.com/RedisLabs/memtier_benchmark.git
-ARG MEMTIER_REF=2.1.1
+# The same build as tools/setup/memtier.sh (bench/vkbench/servers/memtier_build.py): the 2.3.0
+# source release, its sha256 checked, vkbench's patches applied (copies in memtier-patches/,
+# kept identical by tests/unit/servers/test_memtier_build.py).
+ARG MEMTIER_SOURCE=https://github.com/RedisLabs/memtier_benchmark/archive/refs/tags/2.3.0.tar.gz
+ARG MEMTIER_SHA256=c093d85573e9d143e92a2d107f516caf2f09cf716eeb178047a03165fdde05b8
 # hadolint ignore=DL3008  # Debian stable only takes fixes; pinned versions would vanish with them
 RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential autoconf automake pkg-config \
-      libevent-dev libpcre3-dev zlib1g-dev libssl-dev git ca-certificates \
+ && apt-get install -y --no-install-recommends g++ make autoconf automake pkg-config patch \
+      libevent-dev libpcre3-dev zlib1g-dev libssl-dev curl ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-# Any tag, branch or commit: fetch only that ref.
-RUN git init -q . && git remote add origin "$MEMTIER_REPO" \
- && git fetch -q --depth 1 origin "$MEMTIER_REF" && git checkout -q FETCH_HEAD \
+COPY memtier-patches/ /patches/
+RUN curl -fsSL -o memtier.tar.gz "$MEMTIER_SOURCE" \
+ && echo "$MEMTIER_SHA256  memtier.tar.gz" | sha256sum -c - \
+ && tar xzf memtier.tar.gz --strip-components=1 \
+ && for p in /patches/*.patch; do patch -p1 --forward --batch < "$p"; done \
  && autoreconf -ivf >/dev/null && ./configure --quiet && make -j"$(nproc)" && make install
 
 FROM debian:${DEBIAN}

@@ -221,6 +221,37 @@ def test_replication_1_replica_linked_and_in_sync(tmp_path):
     assert_torn_down(project)
 
 
+@pytest.fixture
+def loaded_machine():
+    """Busy loops on twice as many processes as cores, each bounded by `timeout` and killed after
+    the test: the load under which a cluster stack's `compose up` once hung for 300 s (issue 9)."""
+    hogs = [subprocess.Popen(["timeout", "240", sys.executable, "-c", "while True: pass"])
+            for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def test_cluster_stacks_come_up_while_the_machine_is_loaded(tmp_path, loaded_machine):
+    for n, shape in enumerate(("cluster:3", "cluster:3:1", "cluster:3")):
+        spec = make_spec(tmp_path / str(n), shape)
+        with ComposeBackend().deploy(spec) as deployment:
+            project = project_of(deployment)
+            # Ready within the backend's own bounds (no compose call may stall past UP_TIMEOUT_S).
+            assert deployment.startup_s < 120, (shape, deployment.startup_s)
+            for endpoint in deployment.endpoints:
+                client = connect(endpoint.host, endpoint.port, spec.password)
+                state = parse_fields(client.execute_command("CLUSTER", "INFO"))
+                client.close()
+                assert (state["cluster_state"], state["cluster_slots_ok"]) == ("ok", "16384"), (shape, endpoint.name)
+            roles = sorted(e.role for e in deployment.endpoints)
+            assert roles == (["primary"] * 3 + ["replica"] * 3 if shape.endswith(":1") else ["primary"] * 3)
+        assert_torn_down(project)
+
+
 # -- failures, Ctrl-C and leftovers ------------------------------------------------------------
 
 def test_wrong_version_fails_and_still_tears_down(tmp_path):

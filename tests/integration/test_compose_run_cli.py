@@ -38,6 +38,11 @@ def test_every_topology_through_the_compose_backend(tmp_path):
         assert result["environment"]["container_runtime"]            # docker/podman version
         assert result["summary"]["GET"]["rps"]["median"] > 0
         assert all(rep["cpu"]["server_cores"] is not None for rep in result["repetitions"])
+        # The server's own account of each window, summed over primaries (runner/server_stats.py).
+        primaries = 3 if result["dimensions"]["topology"] == "cluster:3" else 1
+        for rep in result["repetitions"]:
+            assert rep["server"]["primaries"] == primaries, rep["server"]
+            assert rep["server"]["commands"]["GET"]["calls"] >= CELL["requests"]
     left = subprocess.run(["docker", "ps", "-a", "--filter", "label=vkbench.run", "--format", "{{.Names}}"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert left.returncode == 0 and left.stdout.strip() == "", left.stdout

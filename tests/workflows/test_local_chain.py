@@ -306,43 +306,8 @@ def test_two_concurrent_publishes_lose_nothing(cells_run, tmp_path):
     assert points == 2 * len(files), index
 
 
-# -- the PR A/B ----------------------------------------------------------------------------------
-def test_pr_ab_and_comment(tmp_path):
-    """pr-benchmark.yml's two scripts: the A/B (ABBA order, compare table) and the PR comment.
-
-    Source builds need GitHub, so a wrapper stands in for vkbench that maps two fake commits to
-    released versions; every other argument reaches the real vkbench. `gh` is a recorder."""
-    scripts = workflow_scripts("pr-benchmark.yml")
-    assert scripts["ab"] == ["tools/setup.sh", "tools/ci/pr-ab.sh", "tools/ci/teardown.sh"]
-    assert scripts["comment"] == ["tools/ci/pr-comment.sh"]
-
-    base, cand = "a" * 40, "b" * 40
-    calls = tmp_path / "calls.log"
-    wrapper = tmp_path / "vkbench"
-    wrapper.write_text(
-        "#!/usr/bin/env bash\n"
-        "args=()\n"
-        f'for a in "$@"; do a="${{a//{base}/9.0.0}}"; a="${{a//{cand}/9.1.2}}"; args+=("$a"); done\n'
-        f'printf "%s\\n" "${{args[*]}}" >> {calls}\n'
-        f'exec {REPO / ".venv" / "bin" / "vkbench"} "${{args[@]}}"\n'
-    )
-    wrapper.chmod(0o755)
-    env = base_env(tmp_path)
-    env.update(VKBENCH_BIN=str(wrapper), VKBENCH_BASE_REF=base, VKBENCH_CANDIDATE_REF=cand,
-               VKBENCH_MACHINE_CLASS="cloud-x86", VKBENCH_RUN_ID="gh-pr-1", VKBENCH_TRIGGER="pull_request",
-               VKBENCH_BACKEND="native", VKBENCH_PRESET="smoke", VKBENCH_IO_THREADS="1",
-               VKBENCH_TOPOLOGIES="standalone,replication:1", VKBENCH_AB_DIR=str(tmp_path / "ab"))
-    logs = Logs()
-    logs.run("pr-ab.sh", env, tmp_path)
-
-    runs = [line for line in calls.read_text().splitlines() if line.startswith("run ")]
-    order = ["9.0.0" in line.split("--out")[0] for line in runs]
-    assert order == [True, False, False, True], "cells must alternate which build goes first (ABBA)"
-    assert all(line.split("--out ")[1].split()[0].endswith("/ab/base") == ("valkey:9.0.0" in line) for line in runs)
-    table = (tmp_path / "ab" / "compare.md").read_text()
-    assert "valkey:9.0.0" in table and "valkey:9.1.2" in table
-
-    # comment job: gh is replaced by a recorder on PATH
+# -- the A/B and bisect of Valkey commits ---------------------------------------------------------
+def _gh_recorder(tmp_path: Path) -> tuple[Path, Path]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     gh_log = tmp_path / "gh.log"
@@ -352,13 +317,58 @@ def test_pr_ab_and_comment(tmp_path):
         'while [[ $# -gt 0 ]]; do if [[ $1 == --body-file ]]; then cat "$2" >> ' + f"{gh_log}" + '; fi; shift; done\n'
     )
     (bin_dir / "gh").chmod(0o755)
+    return bin_dir, gh_log
+
+
+def _script(name: str, mode: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CI / name), mode], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
+    """ab.yml and bisect.yml: the hosted job validates the dispatch inputs before a runner is
+    used; the comment jobs post the Markdown with their own token. (The A/B and bisect
+    themselves run for real in tests/sourcebuild.)"""
+    ab, bisect = workflow_scripts("ab.yml"), workflow_scripts("bisect.yml")
+    assert ab["inputs"] == ["tools/ci/ab.sh check"] and bisect["inputs"] == ["tools/ci/bisect.sh check"]
+    assert ab["ab"] == ["tools/setup.sh", "tools/ci/ab.sh run", "tools/ci/teardown.sh"]
+    assert bisect["bisect"] == ["tools/setup.sh", "tools/ci/bisect.sh run", "tools/ci/teardown.sh"]
+    assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"] == ["tools/ci/bisect.sh comment"]
+
+    good = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="unstable",
+                VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="")
+    assert _script("ab.sh", "check", good, tmp_path).returncode == 0
+    for bad in ({"VKBENCH_AB_REPOSITORY": "file:///etc"}, {"VKBENCH_AB_REPOSITORY": "https://evil.example/x/y"},
+                {"VKBENCH_AB_BASE": "--upload-pack=touch /tmp/x"}, {"VKBENCH_AB_BASE": "a..b"},
+                {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_CANDIDATE": "feature"},
+                {"VKBENCH_AB_PR": "", "VKBENCH_AB_CANDIDATE": "$(id)"}, {"VKBENCH_AB_MAX_ROUNDS": "1000"}):
+        proc = _script("ab.sh", "check", {**good, **bad}, tmp_path)
+        assert proc.returncode == 2, (bad, proc.stdout, proc.stderr)
+    bisect_env = dict(base_env(tmp_path), VKBENCH_BISECT_REPOSITORY="https://gitlab.com/g/valkey",
+                      VKBENCH_BISECT_GOOD="c419524", VKBENCH_BISECT_BAD="unstable")
+    assert _script("bisect.sh", "check", bisect_env, tmp_path).returncode == 0
+    assert _script("bisect.sh", "check", {**bisect_env, "VKBENCH_BISECT_ISSUE": "x"}, tmp_path).returncode == 2
+
+    ab_dir = tmp_path / "ab"
+    ab_dir.mkdir()
+    (ab_dir / "ab.md").write_text("### A/B: `b` vs `a`\n| cell | command |\n")
+    bin_dir, gh_log = _gh_recorder(tmp_path)
     comment_env = dict(base_env(tmp_path), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", GH_TOKEN=FAKE_TOKEN,
-                       VKBENCH_PR_NUMBER="17", VKBENCH_AB_DIR=str(tmp_path / "ab"), VKBENCH_AB_RESULT="success",
-                       VKBENCH_LABEL="run-benchmark",
-                       VKBENCH_WORKFLOW_RUN_URL=f"https://github.invalid/{OWNER_REPO}/actions/runs/1")
+                       VKBENCH_PR_REPO="someone/valkey", VKBENCH_PR_NUMBER="17", VKBENCH_AB_DIR=str(ab_dir),
+                       VKBENCH_AB_RESULT="success", VKBENCH_WORKFLOW_RUN_URL=f"https://github.invalid/{OWNER_REPO}/actions/runs/1")
+    logs = Logs()
     logs.run("pr-comment.sh", comment_env, tmp_path)
     recorded = gh_log.read_text()
-    assert f"pr comment 17 --repo {OWNER_REPO} --body-file" in recorded
-    assert f"pr edit 17 --repo {OWNER_REPO} --remove-label run-benchmark" in recorded
-    assert "vkbench A/B: base vs this PR" in recorded and "valkey:9.1.2" in recorded
+    assert "pr comment 17 --repo someone/valkey --body-file" in recorded and "### A/B:" in recorded
+    assert "pr edit 17 --repo someone/valkey --remove-label run-benchmark" in recorded
     assert FAKE_TOKEN not in logs.text
+    # No token for the Valkey repository: a warning, no call, the job still succeeds.
+    gh_log.unlink()
+    logs.run("pr-comment.sh", {**comment_env, "GH_TOKEN": ""}, tmp_path)
+    assert not gh_log.exists()
+
+    (tmp_path / "bisect").mkdir()
+    (tmp_path / "bisect" / "bisect.md").write_text("### Bisect\n**Culprit:** x\n")
+    proc = _script("bisect.sh", "comment", {**comment_env, "VKBENCH_BISECT_ISSUE": "42",
+                                             "VKBENCH_BISECT_DIR": str(tmp_path / "bisect")}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"issue comment 42 --repo {OWNER_REPO} --body-file" in gh_log.read_text()

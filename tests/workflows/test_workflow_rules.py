@@ -8,7 +8,7 @@ import yaml
 from workflow_paths import FIXTURES, WORKFLOWS
 from workflow_rules import check_dir, load_dir
 
-EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "pr-benchmark.yml", "ci.yml"}
+EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "ab.yml", "bisect.yml", "ci.yml"}
 
 
 def test_expected_workflows_exist():
@@ -55,9 +55,9 @@ def test_every_fixture_directory_is_tested():
 
 def test_on_key_is_read_despite_yaml_boolean():
     # PyYAML parses `on:` as True; the checker must still see the triggers.
-    wf = load_dir(WORKFLOWS)["pr-benchmark.yml"]
+    wf = load_dir(WORKFLOWS)["ab.yml"]
     assert True in yaml.safe_load(wf.text)
-    assert wf.triggers == {"pull_request"}
+    assert wf.triggers == {"workflow_dispatch"}
 
 
 def test_benchmark_inputs_match_the_contract():

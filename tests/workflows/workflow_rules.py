@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 #: The only jobs (by id) that may hold each write scope.
-ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"}}
+ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"}, "actions": {"confirm"}}
 #: Runner labels that mean a self-hosted benchmark machine even without the `self-hosted` label.
 SELF_HOSTED_CLASSES = {"pi-cm4", "cloud-x86", "cloud-arm64"}
 PR_EVENTS = {"pull_request", "pull_request_target"}
@@ -265,7 +265,9 @@ def _check_self_hosted(wf: Workflow, job_id: str, job: dict, workflows, callers)
     concurrency = job.get("concurrency")
     group = concurrency.get("group", "") if isinstance(concurrency, dict) else str(concurrency or "")
     labels = [label for label in _runs_on_labels(job) if label != "self-hosted"]
-    keyed = any(("${{" in label and "matrix.runner" in group and "matrix.runner" in label)
+    # An expression label (``${{ matrix.runner }}``, ``${{ inputs.runner_class }}``) is keyed when
+    # the group holds the same expression.
+    keyed = any(("${{" in label and label.replace(" ", "") in group.replace(" ", ""))
                 or ("${{" not in label and label in group) for label in labels)
     if not group or not keyed:
         out.append(Violation("runner-concurrency", wf.name, job_id,

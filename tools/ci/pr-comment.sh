@@ -3,11 +3,12 @@
 # label again starts a new run. Runs on a GitHub-hosted runner with pull-requests: write.
 #
 #   VKBENCH_PR_NUMBER         the pull request
-#   VKBENCH_AB_DIR            the downloaded A/B artifact (compare.md); default vkbench-ab
+#   VKBENCH_AB_DIR            the downloaded A/B artifact (ab.md of `vkbench ab`); default vkbench-ab
 #   VKBENCH_AB_RESULT         result of the A/B job (success, failure, cancelled)
 #   VKBENCH_LABEL             label to remove; default run-benchmark
 #   VKBENCH_WORKFLOW_RUN_URL  link to the run
-#   GH_TOKEN, GITHUB_REPOSITORY  for the gh CLI
+#   VKBENCH_PR_REPO           OWNER/NAME of the pull request's repository (default GITHUB_REPOSITORY)
+#   GH_TOKEN                  a token allowed to comment there; empty: nothing is posted
 set -euo pipefail
 # shellcheck source=tools/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -17,6 +18,17 @@ if [[ ! "${VKBENCH_PR_NUMBER:-}" =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
+repo="${VKBENCH_PR_REPO:-${GITHUB_REPOSITORY:-}}"
+if [[ ! "$repo" =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]]; then
+  ci_error "comment" "VKBENCH_PR_REPO must be OWNER/NAME"
+  exit 2
+fi
+if [[ -z "${GH_TOKEN:-}" ]]; then
+  ci_warning "comment" "no token for ${repo} is configured: the table is in the job summary only"
+  exit 0
+fi
+table="$dir/ab.md"
+[[ -s "$table" ]] || table="$dir/compare.md"
 label="${VKBENCH_LABEL:-run-benchmark}"
 body="$(mktemp)"
 trap 'rm -f "$body"' EXIT
@@ -24,15 +36,15 @@ trap 'rm -f "$body"' EXIT
 {
   printf '### vkbench A/B: base vs this PR\n\n'
   printf 'Job result: **%s** · [workflow run](%s)\n\n' "${VKBENCH_AB_RESULT:-unknown}" "${VKBENCH_WORKFLOW_RUN_URL:-}"
-  if [[ -s "$dir/compare.md" ]]; then
+  if [[ -s "$table" ]]; then
     # A comment holds at most 65536 characters; the full table stays in the artifact.
-    head -c 60000 "$dir/compare.md"
+    head -c 60000 "$table"
   else
     printf 'No comparison was produced; see the workflow run.\n'
   fi
 } >"$body"
 
-gh pr comment "$VKBENCH_PR_NUMBER" --repo "$GITHUB_REPOSITORY" --body-file "$body"
-if ! gh pr edit "$VKBENCH_PR_NUMBER" --repo "$GITHUB_REPOSITORY" --remove-label "$label"; then
+gh pr comment "$VKBENCH_PR_NUMBER" --repo "$repo" --body-file "$body"
+if ! gh pr edit "$VKBENCH_PR_NUMBER" --repo "$repo" --remove-label "$label"; then
   ci_warning "label" "could not remove the ${label} label"
 fi

@@ -48,4 +48,7 @@ fi
   # shellcheck disable=SC2016 # the backticks are Markdown
   printf 'Published %s result file(s) to `%s`.\n\n' "$(find "$results" -maxdepth 1 -name '*.json' | wc -l | tr -d ' ')" "$branch"
   "$VKBENCH" detect --history "$work/pages/history" --format markdown --no-write "${annotations[@]}"
+  # io-threads advice from the newest sweep of each machine class (empty when none swept);
+  # a failure here must not hide the detection report above.
+  "$VKBENCH" advise --history "$work/pages/history" --format markdown || echo "(io-threads advice unavailable: see the publish log)"
 } | ci_summary

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the site's front-end dependencies (uPlot, pinned by site-src/package-lock.json).
-# `vkbench site build` copies uPlot's dist files from site-src/node_modules into the site.
+# The package vendors uPlot (bench/vkbench/site/vendor); tools/sync_site_vendor.py refreshes it from
+# site-src/node_modules after this, and the unit tests compare the two.
 # Idempotent: does nothing when node_modules already matches the lock file.
 set -euo pipefail
 

@@ -19,13 +19,20 @@ from dataclasses import asdict, dataclass
 
 from .github import GitHubClient
 from .summary import render_incident
+from . import markdown as md
 
 LABEL = "vkbench-regression"
 _MARKER = re.compile(r"<!--\s*vkbench-incident:\s*([0-9a-zA-Z_-]+)\s*-->")
 
 
 def marker(incident_id: str) -> str:
-    return f"<!-- vkbench-incident: {incident_id} -->"
+    return f"<!-- vkbench-incident: {_plain_id(incident_id)} -->"
+
+
+def _plain_id(incident_id: str) -> str:
+    """Incident ids are ours (hex); anything else is reduced so it cannot close the HTML
+    comment of the marker or the YAML code block."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in str(incident_id))[:100]
 
 
 def incident_of(issue: dict) -> str | None:
@@ -53,7 +60,7 @@ def issue_body(incident: dict, change_points: list[dict], *, repo: str | None, s
         "Opened and kept up to date by `vkbench alert` after each nightly detection; it is closed "
         "automatically when the series recover. If the change is expected, add to "
         "`results/annotations.yaml`:\n\n"
-        f"```yaml\n- incident: {incident['id']}\n  action: silence   # or reset-baseline: accept the new level\n"
+        f"```yaml\n- incident: {_plain_id(incident['id'])}\n  action: silence   # or reset-baseline: accept the new level\n"
         "  reason: why this is expected\n```\n"
     )
 
@@ -63,7 +70,7 @@ def _close_reason(incident: dict | None) -> str:
         return "The latest detection no longer reports this change (more runs showed it was noise, or the history was reset)."
     if incident.get("silenced"):
         ann = incident.get("annotation") or {}
-        return f"Silenced by an annotation: {ann.get('reason', 'no reason given')}"
+        return f"Silenced by an annotation: {md.text(ann.get('reason', 'no reason given'))}"
     if incident.get("resolution") == "baseline-reset":
         return "The baseline was reset by an annotation: the new level is accepted."
     return "Recovered: the latest runs are back within noise of the last good level."
@@ -91,7 +98,7 @@ def sync_issues(detection: dict, client: GitHubClient, *, dry_run: bool = False,
         seen.add(iid)
         issue = existing.get(iid)
         wanted_open = incident["status"] == "open" and not incident.get("silenced")
-        title = f"Performance regression: {incident['title']}"
+        title = f"Performance regression: {md.one_line(incident['title'])}"
         if wanted_open:
             body = issue_body(incident, by_incident.get(iid, []), repo=commits_repo, server_url=server_url)
             if issue is None:

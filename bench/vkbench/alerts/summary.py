@@ -6,7 +6,9 @@ repository is known, to the commit range (``/compare/good...bad``).
 
 from __future__ import annotations
 
+from .. import repolinks
 from ..detect.report import counts
+from . import markdown as md
 
 _ICON = {("regression", "open"): "🔴", ("improvement", "open"): "🟢"}
 
@@ -19,17 +21,32 @@ def commits_repo(incident: dict, repo: str | None) -> str | None:
 
 
 def compare_url(repo: str | None, good: dict, bad: dict, server_url: str = "https://github.com") -> str | None:
-    if not repo or not good.get("commit") or not bad.get("commit") or good["commit"] == bad["commit"]:
+    """The commit range on the forge of the repository the commits came from (the points'
+    ``repository``, a GitHub or GitLab URL), else on ``server_url``/``repo``; None for another host."""
+    good_commit, bad_commit = md.commit(good.get("commit")), md.commit(bad.get("commit"))
+    if not good_commit or not bad_commit or good_commit == bad_commit:
         return None
-    return f"{server_url.rstrip('/')}/{repo}/compare/{good['commit']}...{bad['commit']}"
+    source = bad.get("repository") or good.get("repository")
+    if source:
+        return repolinks.compare_url(str(source), good_commit, bad_commit)
+    if not repo:
+        return None
+    return f"{server_url.rstrip('/')}/{repo}/compare/{good_commit}...{bad_commit}"
+
+
+def build_warning(good: dict, bad: dict) -> str | None:
+    """Two sides built differently (allocator, compiler, flags): the change may not be the code's."""
+    a, b = good.get("build_config"), bad.get("build_config")
+    if a and b and a != b:
+        return (f"build configuration differs between the last good ({a}) and first bad ({b}) runs: "
+                "the change may come from the build, not the code")
+    return None
 
 
 def run_link(ref: dict) -> str:
-    label = ref.get("run_id", "?")
-    text = f"`{label}`"
-    if ref.get("workflow_run_url"):
-        text = f"[`{label}`]({ref['workflow_run_url']})"
-    bits = [b for b in (ref.get("version"), (ref.get("commit") or "")[:7] or None, (ref.get("timestamp") or "")[:10]) if b]
+    text = md.link(md.code(ref.get("run_id", "?")), ref.get("workflow_run_url"))
+    bits = [md.text(b) for b in (ref.get("version"), (md.commit(ref.get("commit")) or "")[:7] or None,
+                                 str(ref.get("timestamp") or "")[:10]) if b]
     return f"{text} ({', '.join(bits)})" if bits else text
 
 
@@ -43,30 +60,42 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
         state += f", {incident['resolution']}"
     if incident.get("silenced"):
         state += ", silenced"
-    lines = [f"{heading} {icon} {incident['title']}", ""]
+    lines = [f"{heading} {icon} {md.text(incident['title'])}", ""]
     lines.append(
-        f"**{incident['direction']}** ({state}) on `{incident['machine_class']}`, "
-        f"{incident['metric']} {incident['magnitude']:+.1%} (median over the series), "
-        f"{len(incident['series_ids'])} series, incident `{incident['id']}`."
+        f"**{md.text(incident['direction'])}** ({md.text(state)}) on {md.code(incident['machine_class'])}, "
+        f"{md.text(incident['metric'])} {incident['magnitude']:+.1%} (median over the series), "
+        f"{len(incident['series_ids'])} series, incident {md.code(incident['id'])}."
     )
     lines.append("")
     lines.append(f"- last good: {run_link(incident['good'])}")
     lines.append(f"- first bad: {run_link(incident['bad'])}")
     url = compare_url(commits_repo(incident, repo), incident["good"], incident["bad"], server_url)
     if url:
-        lines.append(f"- commits: [{incident['good']['commit'][:7]}...{incident['bad']['commit'][:7]}]({url})")
+        lines.append(f"- commits: {md.link(md.text(incident['good']['commit'][:7] + '...' + incident['bad']['commit'][:7]), url)}")
+    elif incident["good"].get("repository") and md.commit(incident["good"].get("commit")) and md.commit(incident["bad"].get("commit")):
+        lines.append(f"- commits: {md.code(incident['good']['commit'][:10] + '..' + incident['bad']['commit'][:10])} "
+                     f"in {md.text(incident['good']['repository'])}")
+    warning = build_warning(incident["good"], incident["bad"])
+    if warning:
+        lines.append(f"- ⚠️ {md.text(warning)}")
     if incident.get("annotation"):
-        lines.append(f"- annotation: {incident['annotation']['action']}: {incident['annotation']['reason']}")
+        lines.append(f"- annotation: {md.text(incident['annotation'].get('action'))}: {md.text(incident['annotation'].get('reason'))}")
     lines.append("")
     lines.append("| series | metric | change | p-value | before → after | runs (before / after) |")
     lines.append("|---|---|---:|---:|---|---:|")
     for cp in change_points[:limit]:
         lines.append(
-            f"| {cp.get('series_name', cp['series_id'])} | {cp['metric']} | {cp['magnitude']:+.1%} | {cp['p_value']:.2g} "
+            f"| {md.text(cp.get('series_name', cp['series_id']))} | {md.text(cp['metric'])} | {cp['magnitude']:+.1%} | {cp['p_value']:.2g} "
             f"| {_fmt(cp['level_before'])} → {_fmt(cp['level_after'])} | {len(cp['runs']['before'])} / {len(cp['runs']['after'])} |"
         )
     if len(change_points) > limit:
         lines.append(f"| … and {len(change_points) - limit} more | | | | | |")
+    if incident.get("profile_diff"):
+        from ..profile.diff import DiffRow, to_markdown
+
+        rows = [DiffRow(**r) for r in incident["profile_diff"]["rows"]]
+        lines += ["", "CPU profile of the server, last good → first bad (`vkbench run --profile`):", "",
+                  to_markdown(rows, before_label="good", after_label="bad").rstrip()]
     return "\n".join(lines)
 
 
@@ -78,7 +107,7 @@ def render_summary(detection: dict, *, repo: str | None = None, server_url: str 
     c = counts(detection)
     incidents = detection.get("incidents", [])
     title = "## vkbench regression detection"
-    footer = f"\n\nTrend site: {site_url}" if site_url else ""
+    footer = f"\n\nTrend site: {md.link(md.text(site_url), site_url)}" if site_url else ""
     if not incidents:
         return f"{title}\n\nAll quiet: {c['series']} series, {c['runs']} runs, no significant change.{footer}\n"
     by_incident: dict[str, list[dict]] = {}

@@ -28,7 +28,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "alert": ("alert", "alert_cmd", "Open, update or close GitHub issues for regression incidents."),
     "publish": ("publish", "publish_cmd", "Ingest into a git branch (gh-pages) and push, retrying on races."),
     "export": ("export", "export_group", "Export results for other tools (github-action-benchmark)."),
+    "advise": ("advise", "advise_cmd", "Recommend io-threads per machine class from io-threads sweep results."),
+    "profile": ("profile", "profile_group", "Compare CPU profiles recorded with `vkbench run --profile`."),
     "site": ("site", "site_group", "Build or serve the static trend site."),
+    "ab": ("ab", "ab_cmd", "A/B two commits of a Valkey repository: build both, run interleaved, compare."),
+    "confirm": ("confirm", "confirm_cmd", "Record a confirmation A/B's verdict on a detection candidate."),
+    "bisect": ("bisect", "bisect_cmd", "Find the commit of a regression between a good and a bad commit."),
     "demo": ("demo", "demo_cmd", "The README's main job: setup check, smoke matrix, history, detection, site."),
 }
 

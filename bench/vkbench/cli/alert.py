@@ -35,7 +35,9 @@ def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, f
 
         detection = run_detection(history_dir, annotations)
     else:
-        detection = HistoryStore(history_dir).read_detect()
+        store = HistoryStore(history_dir)
+        store.verify(deep=True)   # the history detect.json came from is whole (exit 7 naming the file)
+        detection = store.read_detect()
         if detection is None:
             raise AlertError(f"{history_dir}/detect.json: not found", hint="run `vkbench detect --history DIR` first, or pass --detect")
     token = os.environ.get(token_env) or None

@@ -9,7 +9,7 @@ import click
 from .console import make_console
 from rich.table import Table
 
-from ..compare import METRICS, Row, compare_dirs, rows_to_json
+from ..compare import METRICS, Row, build_warnings, compare_dirs, rows_to_json
 
 _UNITS = {"rps": "rps"}
 
@@ -32,19 +32,22 @@ def _verdict(row: Row) -> str:
 
 
 def markdown(rows: list[Row], unmatched: list[str]) -> str:
+    """A PR comment: every value from the result files is escaped (alerts.markdown)."""
+    from ..alerts import markdown as md
+
     lines = []
-    base_label, cand_label = rows[0].base_label, rows[0].candidate_label
+    base_label, cand_label = md.text(rows[0].base_label), md.text(rows[0].candidate_label)
     lines.append(f"| cell | command | metric | {base_label} | {cand_label} | change | 95% CI | p | verdict |")
     lines.append("|---|---|---|---:|---:|---:|---|---:|---|")
     for r in rows:
         p = "-" if r.p_value is None else f"{r.p_value:.3f}"
-        lines.append(f"| {r.key} | {r.command} | {r.metric} | {_value(r.metric, r.base)} | {_value(r.metric, r.candidate)} "
+        lines.append(f"| {md.text(r.key)} | {md.text(r.command)} | {md.text(r.metric)} | {_value(r.metric, r.base)} | {_value(r.metric, r.candidate)} "
                      f"| {_pct(r.change)} | {_ci(r)} | {p} | {_verdict(r)} |")
     lines.append("")
     lines.append("rps: bigger is better; latencies (ms): smaller is better. Verdicts need p < 0.05 (Welch's t-test "
                  "on the repetitions) and a change of at least 2%. \"flagged\": a validity check failed on one side.")
     for u in unmatched:
-        lines.append(f"- {u}")
+        lines.append(f"- {md.text(u)}")
     return "\n".join(lines) + "\n"
 
 
@@ -59,11 +62,12 @@ def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str) -> 
     medians, % change, 95% confidence interval and a verdict (better / worse / no significant change)."""
     wanted = tuple(m.strip() for m in metrics.split(",") if m.strip() in METRICS)
     rows, unmatched = compare_dirs(base_dir, candidate_dir, metrics=wanted)
+    warnings = build_warnings(base_dir, candidate_dir)
     if fmt == "json":
-        click.echo(json.dumps(rows_to_json(rows, unmatched), indent=2))
+        click.echo(json.dumps(rows_to_json(rows, unmatched, warnings), indent=2))
         return
     if fmt == "markdown":
-        click.echo(markdown(rows, unmatched), nl=False)
+        click.echo(markdown(rows, unmatched) + "".join(f"\n> warning: {w}\n" for w in warnings), nl=False)
         return
     table = Table(title=f"{rows[0].base_label} -> {rows[0].candidate_label}", title_justify="left")
     for col in ("cell", "cmd", "metric", "base", "candidate", "change", "95% CI", "p", "verdict"):
@@ -78,3 +82,5 @@ def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str) -> 
     console.print(table)
     for u in unmatched:
         console.print(f"[yellow]{u}[/yellow]")
+    for w in warnings:
+        console.print(f"[yellow]warning: {w}[/yellow]")

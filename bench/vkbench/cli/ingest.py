@@ -12,7 +12,7 @@ import click
 @click.argument("results", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--history", "history_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="History directory (created if missing).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--rebuild-index", is_flag=True, help="Recompute index.json from the shards (repair), then ingest RESULTS if any.")
+@click.option("--rebuild-index", is_flag=True, help="Recompute index.json whole from the shards (repair after a lost index or a crash; checksums are re-recorded), then ingest RESULTS if any.")
 def ingest_cmd(results, history_dir, as_json, rebuild_index):
     """Add result files (or directories of them) to a history directory.
 
@@ -31,6 +31,8 @@ def ingest_cmd(results, history_dir, as_json, rebuild_index):
     elif not results:
         raise UsageError("no RESULTS given", hint="vkbench ingest vkbench-results/ --history vkbench-history")
     report = store.ingest(results)
+    for note in report.notes:
+        click.echo(f"{history_dir}: {note}", err=True)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))
         return

@@ -19,7 +19,9 @@ from ._options import cells_from, override_options
 @override_options
 @click.option("--format", "fmt", type=click.Choice(["table", "github", "json"]), default="table", show_default=True,
               help="github: one line of {\"include\": [...]} for strategy.matrix.")
-def matrix_cmd(source: str, fmt: str, **kwargs) -> None:
+@click.option("--allowed-runners", "runner_classes_file", type=click.Path(dir_okay=False, exists=True),
+              help="Refuse any cell whose runner is not a class declared in this file (runners/classes.yaml).")
+def matrix_cmd(source: str, fmt: str, runner_classes_file: str | None, **kwargs) -> None:
     """Expand FILE_OR_PRESET (a matrix YAML file or a preset name) into cells.
 
     \b
@@ -28,6 +30,10 @@ def matrix_cmd(source: str, fmt: str, **kwargs) -> None:
       vkbench matrix nightly --runners pi-cm4,cloud-x86 --format github
     """
     cells = cells_from(source, (), kwargs)
+    if runner_classes_file:
+        from ..matrix.runner_classes import check_runners
+
+        check_runners(sorted({c.runner for c in cells}), runner_classes_file)
     if fmt == "github":
         click.echo(json.dumps(github_matrix(cells), separators=(",", ":")))
         return

@@ -25,13 +25,19 @@ def _site_builder():
 @click.option("--branch", default="gh-pages", show_default=True)
 @click.option("--history-subdir", default="history", show_default=True, help="Folder of the history inside the branch.")
 @click.option("--message", help="Commit message (default: a count of what was ingested).")
-@click.option("--max-retries", type=int, default=5, show_default=True, help="Retries after a rejected (non-fast-forward) push.")
+@click.option("--retry-for", type=click.FloatRange(0, 86400), default=900.0, show_default=True, help="Seconds to keep retrying rejected (non-fast-forward) pushes, with jittered backoff.")
+@click.option("--max-retries", type=click.IntRange(0, 10000), default=None, help="Also stop after this many retries (default: bounded by --retry-for only).")
 @click.option("--detect/--no-detect", "run_detect", default=True, show_default=True, help="Write <history>/detect.json before committing.")
 @click.option("--annotations", type=click.Path(dir_okay=False, path_type=Path), help="Annotations YAML for --detect.")
 @click.option("--site-out", help="Also build the trend site into this folder of the branch (needs vkbench.site).")
+@click.option("--reference", "reference_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Published figures for the site's overlay [default: the ones shipped with vkbench].")
+@click.option("--no-reference", is_flag=True, help="Draw no reference overlay on the site.")
+@click.option("--full-site", is_flag=True, help="Rebuild every series of the site (default: only what the new results changed).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Keep the checkout here (default: a temporary directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def publish_cmd(results, repo_dir, branch, history_subdir, message, max_retries, run_detect, annotations, site_out, workdir, as_json):
+def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, max_retries, run_detect, annotations, site_out,
+                reference_dir, no_reference, full_site, workdir, as_json):
     """Ingest RESULTS into the history on BRANCH and push (safe with concurrent publishers)."""
     from ..history.publish import publish
 
@@ -40,6 +46,16 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, max_retries,
         warnings.warn("vkbench.site.build.build_site is not available: --site-out skipped", stacklevel=1)
         click.echo("warning: the site builder (vkbench.site) is not installed; skipping --site-out", err=True)
     annotations = annotations.resolve() if annotations else None
+    if Path(repo_dir).exists():  # a local bare repository or work tree: git runs in another directory
+        repo_dir = str(Path(repo_dir).resolve())
+    if no_reference:
+        reference_dir = None
+    elif reference_dir is None:
+        from ..site.reference import packaged_reference_dir
+
+        reference_dir = packaged_reference_dir()
+    else:
+        reference_dir = reference_dir.resolve()
 
     def before_commit(root: Path) -> None:
         history = root / history_subdir
@@ -48,11 +64,12 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, max_retries,
 
             run_detection(history, annotations)
         if build_site is not None:
-            build_site(history, root / site_out)
+            site = build_site(history, root / site_out, reference_dir=reference_dir, full=full_site)
+            click.echo(site.summary(), err=True)
 
     report = publish(
         results, repo_dir, branch, history_subdir=history_subdir, message=message,
-        max_retries=max_retries, before_commit=before_commit, workdir=workdir,
+        max_retries=max_retries, retry_for=retry_for, before_commit=before_commit, workdir=workdir,
     )
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))

@@ -34,6 +34,8 @@ from .run_display import ProgressDisplay, print_summary
 @click.option("--workflow-run-url", envvar="VKBENCH_WORKFLOW_RUN_URL", help="Link to the workflow run, stored in results.")
 @click.option("--interleave", is_flag=True,
               help="Run repetition 1 of every cell, then repetition 2, ...: drift hits every cell alike (for comparisons).")
+@click.option("--profile", is_flag=True,
+              help="Record the servers with perf record -g during one extra repetition (not measured); folded stacks go to <cell_id>.raw/profile.folded.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds one repetition may take.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where pid files of running servers live (default ~/.cache/vkbench/state).")
@@ -41,7 +43,7 @@ from .run_display import ProgressDisplay, print_summary
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary for machines (progress goes to stderr).")
 def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, machine_class, trigger, workflow_run_url,
-            interleave, timeout, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
+            interleave, profile, timeout, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
     """Run a matrix on real servers: deploy each cell's topology, preload, warm up, repeat,
     measure client and server CPU, check validity and write one result file per cell.
 
@@ -55,7 +57,7 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
         raise UsageError("give a matrix file or --preset, not both", hint="drop one of them")
     options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
                          trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
-                         timeout=timeout, state_dir=state_dir, server_host=server_host)
+                         timeout=timeout, state_dir=state_dir, server_host=server_host, profile=profile)
     err = make_console(stderr=True)
     if cleanup_only:
         from ..runner.session import cleanup

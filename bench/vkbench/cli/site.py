@@ -8,12 +8,6 @@ from pathlib import Path
 import click
 
 
-def _default_reference_dir() -> Path | None:
-    """results/reference of the checkout we run in (or the source tree of an editable install)."""
-    candidates = [Path.cwd() / "results" / "reference", Path(__file__).resolve().parents[3] / "results" / "reference"]
-    return next((p for p in candidates if p.is_dir()), None)
-
-
 @click.group("site")
 def site_group() -> None:
     """Build or serve the static trend site."""
@@ -21,20 +15,23 @@ def site_group() -> None:
 
 @site_group.command("build")
 @click.option("--history", "history_dir", required=True, type=click.Path(path_type=Path), help="History directory (index.json, series/, detect.json).")
-@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Output directory; only its assets/ and data/ are replaced.")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Output directory; only its index.html, .nojekyll, assets/ and data/ are replaced (atomically, on success).")
 @click.option("--reference", "reference_dir", type=click.Path(path_type=Path), default=None,
-              help="Published figures for the overlay [default: results/reference of this checkout].")
+              help="Published figures for the overlay [default: the ones shipped with vkbench, results/reference of its repository].")
 @click.option("--no-reference", is_flag=True, help="Draw no reference overlay.")
 @click.option("--repo", default=None, help="owner/name for commit links [default: each engine's repository].")
-def build_cmd(history_dir: Path, out_dir: Path, reference_dir: Path | None, no_reference: bool, repo: str | None) -> None:
+@click.option("--full", is_flag=True, help="Rebuild every series (default: only those whose history changed since the previous build in --out).")
+def build_cmd(history_dir: Path, out_dir: Path, reference_dir: Path | None, no_reference: bool, repo: str | None, full: bool) -> None:
     """Build the site from a history directory."""
     from ..site.build import build_site
 
     if no_reference:
         reference_dir = None
     elif reference_dir is None:
-        reference_dir = _default_reference_dir()
-    report = build_site(history_dir, out_dir, reference_dir=reference_dir, repo=repo or os.environ.get("VKBENCH_COMMIT_REPO"))
+        from ..site.reference import packaged_reference_dir
+
+        reference_dir = packaged_reference_dir()
+    report = build_site(history_dir, out_dir, reference_dir=reference_dir, repo=repo or os.environ.get("VKBENCH_COMMIT_REPO"), full=full)
     click.echo(report.summary())
 
 

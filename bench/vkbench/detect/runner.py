@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import ResultFileError
 from ..history.series import bigger_is_better, describe, segments as fingerprint_segments
 from ..history.store import HistoryStore, utc_now, write_json
+from ..profile.incidents import attach_profile_diffs
 from .annotations import first_index_after, load_annotations, matches_series, validate_annotations
 from .incidents import build_incidents
 from .params import DetectionParams
@@ -42,7 +43,8 @@ def run_detection(
     else:
         entries = validate_annotations(annotations or [])
     series_index = index["series"]
-    tasks = [(str(store.path), sid, series_index[sid]["dims"], entries, params) for sid in sorted(series_index)]
+    store.verify(index)        # every shard present with its recorded size (digests: per series below)
+    tasks = [(str(store.path), sid, series_index[sid], entries, params) for sid in sorted(series_index)]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
         with mp.get_context("fork").Pool(jobs) as pool:
@@ -60,6 +62,14 @@ def run_detection(
         noise[sid] = sid_noise
         points_total += npoints
     incidents = build_incidents(change_points, series_index, entries)
+    # Same-night confirmation: candidates too new for the persistence rule wait for an A/B;
+    # a confirmed one is an incident now, a rejected one never alerts (detect/confirmations.py).
+    from . import confirmations
+
+    requests = confirmations.confirmation_requests(store, change_points, params)
+    recorded = confirmations.load(store)["confirmations"] if requests else {}
+    incidents, waiting = confirmations.apply(incidents, requests, recorded)
+    attach_profile_diffs(store.path, incidents, store.read_series, series_index)
     return_doc: dict[str, Any] = {
         "generated": utc_now(),
         "parameters": params.to_dict(),
@@ -71,6 +81,11 @@ def run_detection(
         "noise": noise,
         "incidents": incidents,
     }
+    if requests:
+        return_doc["confirmation"] = {
+            "waiting": waiting,
+            "rejected": sorted(r["id"] for r in requests if recorded.get(r["id"], {}).get("status") == "rejected"),
+        }
     if write and not _same_detection(store, return_doc):
         write_json(store.detect_path, return_doc, indent=1)
     return return_doc
@@ -89,8 +104,9 @@ def _same_detection(store: HistoryStore, doc: dict) -> bool:
 
 
 def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
-    history, sid, dims, entries, params = task
-    points = HistoryStore(history).read_series(sid)
+    history, sid, entry, entries, params = task
+    dims = entry["dims"]
+    points = HistoryStore(history).read_series(sid, entry)
     resets, silences = [], []
     for k, entry in enumerate(entries):
         if not matches_series(entry, sid, dims):
@@ -137,6 +153,7 @@ def _ref(point: dict) -> dict:
         "commit": point.get("commit"),
         "timestamp": point["timestamp"],
         "workflow_run_url": point.get("workflow_run_url"),
+        **{k: point[k] for k in ("repository", "build_config") if point.get(k)},
     }
 
 

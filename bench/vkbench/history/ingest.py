@@ -2,21 +2,23 @@
 
 Order of writes, and why:
 
-1. every input is loaded and validated first; one bad file is a ResultFileError naming it and
-   nothing at all is written;
-2. result copies (runs/), fingerprints and shards are each written via temp file + rename;
-3. ``index.json`` is written last, atomically.
+1. every input is loaded and validated first (schema with formats, safe ids, finite numbers:
+   vkbench.results.checks); the history's index and every shard appended to are checked
+   against each other; one problem is a ResultFileError naming the file and nothing at all
+   is written;
+2. result copies (runs/) and fingerprints are staged, the new index is written as a journal
+   (``index.pending.json``), then the shards are renamed into place;
+3. ``index.json`` is written last, atomically, and the journal removed.
 
-A crash between 2 and 3 leaves points in shards the index does not count yet. Re-running the
-same ingest heals it: the points are found in their shards (so nothing is duplicated) and the
-entries of those series are recomputed from the shards.
+A crash between 2 and 3 leaves the journal: the next ingest finds every shard matching it and
+completes it (or, if no shard was renamed yet, discards it). Readers never guess: they stop
+with exit 7 until a writer has done that.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -26,7 +28,7 @@ from typing import Iterable
 from ..results.io import load_result, result_files
 from .series import month_of, point_from_result, series_key, sort_key
 from ..errors import ResultFileError
-from .store import HistoryStore, commit_staged, discard_staged, series_entry, stage_bytes
+from .store import HistoryStore, commit_staged, discard_staged, parse_jsonl, series_entry, shard_digest, stage_bytes
 
 
 @dataclass
@@ -37,6 +39,7 @@ class IngestReport:
     results_copied: int = 0        # result files copied under runs/
     new_series: int = 0
     series: list[str] = field(default_factory=list)   # sids that received a point
+    notes: list[str] = field(default_factory=list)    # recovery / migration done on the way
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,24 +83,6 @@ def load_all(paths: list[Path]) -> list[dict]:
     return results
 
 
-_KEYS = re.compile(rb'^\{"run_id":"((?:[^"\\]|\\.)*)","cell_id":"((?:[^"\\]|\\.)*)"', re.M)
-
-
-def shard_keys(data: bytes) -> set[tuple[str, str]]:
-    """(run_id, cell_id) of every line of a shard. Lines this module wrote start with those
-    two keys, so a regex finds them without parsing every point (a nightly touches a thousand
-    shards); anything else falls back to JSON."""
-    lines = sum(1 for line in data.splitlines() if line.strip())
-    found = _KEYS.findall(data)
-    if len(found) == lines:
-        return {(json.loads(b'"' + r + b'"'), json.loads(b'"' + c + b'"')) for r, c in found}
-    return {(p["run_id"], p["cell_id"]) for p in _parse_lines(data)}
-
-
-def _parse_lines(data: bytes) -> list[dict]:
-    return [json.loads(line) for line in data.splitlines() if line.strip()]
-
-
 def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> IngestReport:
     paths = input_files(result_paths)
     # 1. validate all inputs before touching the history
@@ -105,10 +90,18 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
     for path, result in zip(paths, load_all(paths)):
         key = (result["run"]["run_id"], result["run"]["cell_id"])
         loaded.setdefault(key, (path, result))
+    raw_dirs = {key: _checked_raw_dir(path, result["run"]["cell_id"]) for key, (path, result) in loaded.items()}
     report = IngestReport(files=len(loaded))
 
     with store.lock():
-        index = store.index()      # corrupt / newer index -> ResultFileError, nothing written
+        recovered = store.recover()   # an interrupted ingest: completed or discarded, else exit 7
+        if recovered:
+            report.notes.append(recovered)
+        index = store.index()      # corrupt / newer / missing-with-shards -> ResultFileError, nothing written
+        index = store.migrate(index)
+        if store.migrated:
+            report.notes.append(f"history format migrated {store.migrated}: per-shard checksums added to index.json")
+        store.verify(index, deep=True)   # every shard matches the index (lines, bytes, sha256); none unlisted
         series_index = index["series"]
 
         new_points: dict[tuple[str, str], list[dict]] = {}
@@ -120,49 +113,67 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
                 series_meta.setdefault(sid, (dims, result["environment"].get("arch")))
                 new_points.setdefault((sid, month), []).append(point_from_result(result, command))
 
-        # 2a. shards: decide everything in memory first
+        # 2a. shards: decide everything in memory first; every shard appended to is checked
+        # against the index (a truncated shard never gets lines appended after its broken one)
         shard_writes: list[tuple[Path, bytes]] = []
         added_by_sid: dict[str, list[dict]] = {}
-        reconcile: set[str] = set()
+        new_digests: dict[str, dict[str, dict]] = {}
         for (sid, month), points in sorted(new_points.items()):
             shard = store.shard_path(sid, month)
-            old = shard.read_bytes() if shard.exists() else b""
-            seen = shard_keys(old) if old else set()
-            if seen and sid not in series_index:
-                reconcile.add(sid)     # shard written by an ingest that died before the index
-            fresh = []
             entry = series_index.get(sid)
+            old = b""
+            if entry is not None and month in (entry.get("shards") or []):
+                old = store.verify_shard(sid, month, entry)
+                seen = {(p["run_id"], p["cell_id"]) for p in parse_jsonl(old, shard)}
+            else:
+                seen = set()
+            fresh = []
             for point in points:
                 key = (point["run_id"], point["cell_id"])
                 if key in seen:
                     report.skipped += 1
-                    if _index_missed(entry, point, month):
-                        reconcile.add(sid)
                     continue
                 seen.add(key)
                 fresh.append(point)
             if not fresh:
                 continue
-            if old and not old.endswith(b"\n"):
-                old += b"\n"
-            lines = "".join(json.dumps(p, separators=(",", ":")) + "\n" for p in fresh)
-            shard_writes.append((shard, old + lines.encode("utf-8")))
+            lines = "".join(json.dumps(p, separators=(",", ":"), allow_nan=False) + "\n" for p in fresh)
+            data = old + lines.encode("utf-8")
+            shard_writes.append((shard, data))
+            new_digests.setdefault(sid, {})[month] = shard_digest(data)
             added_by_sid.setdefault(sid, []).extend(fresh)
             report.added += len(fresh)
 
-        # 2b. result copies and fingerprints (both write-once), then shards: staged to temp
-        # files, made durable with one sync, renamed
+        # 2b. the new index, in memory (written only if it changes: a no-op ingest makes no commit)
+        before = json.dumps(index, sort_keys=True)
+        for sid in sorted(added_by_sid):
+            dims, arch = series_meta[sid]
+            if sid not in series_index:
+                report.new_series += 1
+                points = added_by_sid[sid]
+                series_index[sid] = series_entry(dims, arch, points, {month_of(p["timestamp"]) for p in points}, new_digests[sid])
+            else:
+                _update_entry(series_index[sid], added_by_sid[sid])
+                digests = dict(series_index[sid].get("shard_digests") or {}, **new_digests[sid])
+                series_index[sid]["shard_digests"] = dict(sorted(digests.items()))
+        report.series = sorted(added_by_sid)
+
+        # 2c. result copies and fingerprints (both write-once), then the journal, then shards:
+        # staged to temp files, made durable with one sync, renamed
         staged: list[tuple[Path, Path]] = []
+        new_runs: set[Path] = set()
         try:
             fingerprints_seen: set[str] = set()
-            for path, result in loaded.values():
+            for key, (path, result) in loaded.items():
                 run = result["run"]
                 run_dir = store.run_dir(month_of(run["timestamp"]), run["run_id"])
+                if not run_dir.exists():
+                    new_runs.add(run_dir)
                 dest = run_dir / f"{run['cell_id']}.json"
                 if not dest.exists():
                     staged.append((stage_bytes(dest, path.read_bytes()), dest))
                     report.results_copied += 1
-                raw = _raw_dir(path, run["cell_id"])
+                raw = raw_dirs[key]
                 raw_dest = run_dir / f"{run['cell_id']}.raw"
                 if raw is not None and not raw_dest.exists():
                     _copytree_atomic(raw, raw_dest)
@@ -173,39 +184,20 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
                 fingerprints_seen.add(env["fingerprint_id"])
             for shard, data in shard_writes:
                 staged.append((stage_bytes(shard, data), shard))
+            index["runs"] = _count_runs(store, extra=new_runs)
+            changed = bool(recovered) or json.dumps(index, sort_keys=True) != before or not store.index_path.exists()
+            if changed and shard_writes:
+                store.write_pending_index(index)
             commit_staged(staged)
         except BaseException:
             discard_staged(staged)
             raise
 
-        # 3. the index, last (and only if it changes: a no-op ingest must not make a commit)
-        before = json.dumps(index, sort_keys=True)
-        for sid in sorted(set(added_by_sid) | reconcile):
-            dims, arch = series_meta[sid]
-            if sid not in series_index:
-                report.new_series += 1
-            if sid in reconcile or sid not in series_index:
-                series_index[sid] = series_entry(dims, arch, store.read_series(sid), store.shard_months(sid))
-            else:
-                _update_entry(series_index[sid], added_by_sid[sid])
-        report.series = sorted(added_by_sid)
-        index["runs"] = _count_runs(store)
-        if json.dumps(index, sort_keys=True) != before or not store.index_path.exists():
+        # 3. the index, last
+        if changed:
             store.write_index(index)
         store.write_format()
     return report
-
-
-def _index_missed(entry: dict | None, point: dict, month: str) -> bool:
-    """A point already in its shard but not (visibly) counted by the index: an ingest died
-    between the shard rename and the index write. Checked cheaply - series unknown, month not
-    listed, or newer than the index's last point - so re-ingesting a whole night into a big
-    history does not re-read every series. (A crash while back-filling an *older* run is not
-    seen here; ``HistoryStore.rebuild_index()`` repairs any case.)"""
-    if entry is None or month not in entry.get("shards", []):
-        return True
-    last = entry.get("last_point") or {}
-    return sort_key(point) > (entry.get("last") or "", last.get("run_id", ""))
 
 
 def _update_entry(entry: dict, points: list[dict]) -> None:
@@ -221,11 +213,11 @@ def _update_entry(entry: dict, points: list[dict]) -> None:
         entry["last_point"] = fresh["last_point"]
 
 
-def _count_runs(store: HistoryStore) -> int:
+def _count_runs(store: HistoryStore, extra: set[Path] = frozenset()) -> int:
+    """Run folders under runs/, plus ``extra`` ones about to be created."""
     runs = store.path / "runs"
-    if not runs.is_dir():
-        return 0
-    return sum(1 for month in runs.iterdir() if month.is_dir() for run in month.iterdir() if run.is_dir())
+    existing = {run for month in runs.iterdir() if month.is_dir() for run in month.iterdir() if run.is_dir()} if runs.is_dir() else set()
+    return len(existing | set(extra))
 
 
 def _raw_dir(result_path: Path, cell_id: str) -> Path | None:
@@ -233,6 +225,23 @@ def _raw_dir(result_path: Path, cell_id: str) -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
+
+
+def _checked_raw_dir(result_path: Path, cell_id: str) -> Path | None:
+    """The raw-output folder of a result, refused when it holds anything but plain files and
+    folders: a symlink would copy whatever it points at (a key, /etc) into a public branch."""
+    raw = _raw_dir(result_path, cell_id)
+    if raw is None:
+        return None
+    if raw.is_symlink():
+        raise ResultFileError(f"{raw}: a symlink; raw-output folders must be real folders", hint="copy the raw output instead of linking it")
+    for item in raw.rglob("*"):
+        if item.is_symlink() or not (item.is_file() or item.is_dir()):
+            raise ResultFileError(
+                f"{item}: not a regular file (symlink, fifo, device) in a raw-output folder; refusing to copy it into the history",
+                hint="remove it; raw-output folders hold the tool's own output files only",
+            )
+    return raw
 
 
 def _copytree_atomic(src: Path, dest: Path) -> None:

@@ -3,7 +3,10 @@
 Each attempt starts from the remote branch as it is *now*, re-applies the ingest (plus the
 caller's ``before_commit`` steps: detection, site build) and pushes without force. A push
 rejected because another publisher got there first (non-fast-forward) is retried from the
-new tip after a jittered backoff. Because the ingest is re-applied rather than files merged,
+new tip after a backoff with full jitter (a random wait up to a doubling cap, so N racing
+publishers spread out instead of colliding again in lockstep). Retries are bounded by time
+(``retry_for`` seconds), not by a count: 20 publishers at once all land with the defaults
+(tests/hardening/test_publish_twenty.py). Because the ingest is re-applied rather than files merged,
 every run lands exactly once and the branch history stays linear.
 """
 
@@ -83,11 +86,12 @@ def publish(
     *,
     history_subdir: str = "history",
     message: str | None = None,
-    max_retries: int = 5,
+    max_retries: int | None = None,
     before_commit: Callable[[Path], None] | None = None,
     workdir: str | os.PathLike | None = None,
-    backoff: float = 1.0,
-    max_backoff: float = 30.0,
+    backoff: float = 0.5,
+    max_backoff: float = 15.0,
+    retry_for: float = 900.0,
 ) -> PublishReport:
     """Ingest ``results`` into ``<checkout>/<history_subdir>`` on ``branch`` and push.
 
@@ -96,6 +100,9 @@ def publish(
     checkout is made in ``workdir`` (a temporary directory, removed afterwards, if None).
     ``before_commit(checkout_root)`` runs after every (re-)ingest, before the commit: use it to
     write detect.json or build the site into the same checkout.
+
+    A rejected push is retried until ``retry_for`` seconds have passed since the first attempt
+    (and, if given, at most ``max_retries`` times).
     """
     paths = input_files(results)
     load_all(paths)                             # every file valid before any git work
@@ -123,17 +130,20 @@ def publish(
         else:
             git("remote", "add", "origin", remote_str)
     try:
-        return _publish_loop(git, root, paths, branch, history_subdir, message, max_retries, before_commit, backoff, max_backoff)
+        return _publish_loop(git, root, paths, branch, history_subdir, message, max_retries, before_commit, backoff, max_backoff, retry_for)
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
 
 
-def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries, before_commit, backoff, max_backoff):
+def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries, before_commit, backoff, max_backoff, retry_for):
     ref = f"refs/remotes/origin/{branch}"
     last_error = ""
     messages: list[str] = []
-    for attempt in range(1, max_retries + 2):
+    deadline = time.monotonic() + retry_for
+    attempt = 0
+    while True:
+        attempt += 1
         _reset_to_remote(git, branch, ref)
         report = HistoryStore(root / history_subdir).ingest(paths)
         if before_commit is not None:
@@ -150,11 +160,14 @@ def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries
             return PublishReport(True, attempt, commit, branch, report, root, messages)
         last_error = redact(push.stderr.strip())
         messages.append(f"attempt {attempt}: push rejected: {last_error.splitlines()[-1] if last_error else '?'}")
-        if attempt <= max_retries:
-            delay = min(max_backoff, backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
-            time.sleep(delay)
+        # full jitter: anywhere between 0 and a cap that doubles with each rejection
+        delay = random.uniform(0, min(max_backoff, backoff * 2 ** min(attempt - 1, 20)))
+        out_of_time = time.monotonic() + delay > deadline
+        if out_of_time or (max_retries is not None and attempt > max_retries):
+            break
+        time.sleep(delay)
     raise PublishError(
-        f"pushing {branch} failed after {max_retries + 1} attempts: {last_error}",
+        f"pushing {branch} failed after {attempt} attempts in {retry_for - max(0.0, deadline - time.monotonic()):.0f} s: {last_error}",
         hint="another publisher may be stuck, or the token cannot push; re-run the job (publishing is idempotent)",
     )
 

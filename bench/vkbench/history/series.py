@@ -71,6 +71,9 @@ def point_from_result(result: dict, command: str) -> dict:
         "flags": [flag["code"] for flag in validity.get("flags", [])],
         "workflow_run_url": run.get("workflow_run_url"),
         "metrics": {name: dict(stats[name]) for name in METRICS if name in stats},
+        # Source builds: where the commit lives and how it was built (absent for releases).
+        **({"repository": subject["code"]["url"]} if (subject.get("code") or {}).get("url") else {}),
+        **({"build_config": build["config"]["id"]} if (build.get("config") or {}).get("id") else {}),
     }
 
 

@@ -1,15 +1,21 @@
 """The history directory (layout: docs/history-format.md), read side and low-level writes.
 
-Reading never guesses: a corrupt ``index.json``, a corrupt series line or a history newer
-than this code is a :class:`ResultFileError` naming the file. A *missing* index is an empty
-history (a new directory, or one whose first ingest died before the index was written: the
-next ingest reconciles it from the shards).
+Reading never guesses: a corrupt ``index.json``, a corrupt series line, a shard that does not
+match what the index records for it (line count, size, sha256), or a history newer than this
+code is a :class:`ResultFileError` (exit 7) naming the file. A *missing* index is an empty
+history only when there are no shards either; otherwise it is an error that names
+``vkbench ingest --rebuild-index``.
+
+Writers journal the new index first (``index.pending.json``), then rename the shards into
+place, then the index: an ingest that dies in between is completed (or discarded) by the next
+writer, never guessed at by a reader.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import tempfile
@@ -18,9 +24,18 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import ResultFileError
+from ..results.checks import check_point
 from .series import sort_key
 
-HISTORY_VERSION = 1
+#: 2: index entries record ``shard_digests`` (lines, bytes, sha256 per month shard).
+#: Version 1 histories are read (point totals checked per series) and migrated by the next ingest.
+HISTORY_VERSION = 2
+OLDEST_READABLE_VERSION = 1
+
+REBUILD_HINT = (
+    "restore history/ from the gh-pages branch history (git log -- history/), or rebuild the index whole "
+    "from the shards: vkbench ingest --history DIR --rebuild-index"
+)
 
 
 def utc_now() -> str:
@@ -80,7 +95,14 @@ def write_json(path: Path, data: object, *, indent: int | None = None) -> None:
     write_bytes_atomic(path, (text + "\n").encode("utf-8"))
 
 
-def series_entry(dims: dict, arch: str | None, points: list[dict], shards: Iterable[str]) -> dict:
+def shard_digest(data: bytes) -> dict:
+    """What the index records of one shard, to notice a truncated or edited one."""
+    return {"lines": sum(1 for line in data.splitlines() if line.strip()), "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def series_entry(dims: dict, arch: str | None, points: list[dict], shards: Iterable[str],
+                 digests: dict[str, dict] | None = None) -> dict:
     """The index.json entry of one series, from all its points (sorted or not)."""
     ordered = sorted(points, key=sort_key)
     last = ordered[-1] if ordered else None
@@ -101,6 +123,7 @@ def series_entry(dims: dict, arch: str | None, points: list[dict], shards: Itera
         "first": ordered[0]["timestamp"] if ordered else None,
         "last": last["timestamp"] if last else None,
         "last_point": last_point,
+        "shard_digests": dict(sorted((digests or {}).items())),
     }
 
 
@@ -109,6 +132,8 @@ class HistoryStore:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
+        #: Set by :meth:`migrate` when this process upgraded an older history ("1 -> 2").
+        self.migrated: str | None = None
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -118,6 +143,10 @@ class HistoryStore:
     @property
     def index_path(self) -> Path:
         return self.path / "index.json"
+
+    @property
+    def pending_index_path(self) -> Path:
+        return self.path / "index.pending.json"
 
     @property
     def detect_path(self) -> Path:
@@ -142,17 +171,38 @@ class HistoryStore:
         data = _read_json(self.format_path)
         _check_version(self.format_path, data)
 
+    def has_shards(self) -> bool:
+        return any((self.path / "series").glob("*/*/*.jsonl"))
+
     def index(self) -> dict:
-        """The manifest; an empty one when the history does not exist yet."""
+        """The manifest; an empty one when the history does not exist yet. A missing index with
+        shards present, or the journal of an interrupted ingest, is an error (exit 7)."""
         self.check_format()
         if not self.index_path.exists():
+            if self.pending_index_path.exists():
+                raise ResultFileError(
+                    f"{self.pending_index_path}: an ingest was interrupted before it wrote index.json",
+                    hint="re-run `vkbench ingest` on this history (it completes or discards the interrupted one), or " + REBUILD_HINT,
+                )
+            if self.has_shards():
+                raise ResultFileError(
+                    f"{self.index_path}: missing, but series shards exist under {self.path / 'series'}: "
+                    "reading on would silently drop every series the index no longer lists",
+                    hint="rebuild the whole index from the shards: vkbench ingest --history DIR --rebuild-index "
+                         "(or restore index.json from the gh-pages branch history)",
+                )
             return empty_index()
         data = _read_json(self.index_path)
         _check_version(self.index_path, data)
-        if not isinstance(data.get("series"), dict):
+        if not isinstance(data.get("series"), dict) or not all(isinstance(e, dict) for e in data["series"].values()):
             raise ResultFileError(
                 f"{self.index_path}: no 'series' object; not a vkbench history index",
                 hint="restore index.json from the gh-pages branch history (git log -- history/index.json)",
+            )
+        if self.pending_index_path.exists():
+            raise ResultFileError(
+                f"{self.pending_index_path}: an ingest was interrupted between writing the shards and the index",
+                hint="re-run `vkbench ingest` on this history (it completes or discards the interrupted one), or " + REBUILD_HINT,
             )
         return data
 
@@ -168,14 +218,94 @@ class HistoryStore:
     def read_shard(self, sid: str, month: str) -> list[dict]:
         return read_jsonl(self.shard_path(sid, month))
 
-    def read_series(self, sid: str) -> list[dict]:
-        """Every point of the series, sorted by (timestamp, run_id). Shards come from the
-        directory rather than the index so a stale index never hides points."""
+    def verify_shard(self, sid: str, month: str, entry: dict, data: bytes | None = None) -> bytes:
+        """The shard's bytes, after checking them against what the index records (exit 7 naming
+        the file otherwise). Entries of a version-1 index have no digests: checked per series."""
+        path = self.shard_path(sid, month)
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise ResultFileError(f"{path}: listed in index.json but missing", hint=REBUILD_HINT) from None
+        expected = (entry.get("shard_digests") or {}).get(month)
+        if expected is not None:
+            found = shard_digest(data)
+            if found != expected:
+                raise ResultFileError(
+                    f"{path}: does not match index.json ({found['lines']} lines, {found['bytes']} bytes, sha256 "
+                    f"{found['sha256'][:12]} where the index records {expected.get('lines')} lines, "
+                    f"{expected.get('bytes')} bytes, sha256 {str(expected.get('sha256'))[:12]}): the shard was truncated or edited",
+                    hint=REBUILD_HINT,
+                )
+        return data
+
+    def check_series_files(self, sid: str, entry: dict, *, deep: bool = False) -> None:
+        """Every shard the entry lists exists with the recorded size (and digest when ``deep``);
+        no shard on disk is unlisted."""
+        listed = set(entry.get("shards") or [])
+        for month in sorted(listed):
+            path = self.shard_path(sid, month)
+            expected = (entry.get("shard_digests") or {}).get(month)
+            if deep:
+                parse_jsonl(self.verify_shard(sid, month, entry), path)   # and every line valid
+                continue
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                raise ResultFileError(f"{path}: listed in index.json but missing", hint=REBUILD_HINT) from None
+            if expected is not None and size != expected.get("bytes"):
+                raise ResultFileError(
+                    f"{path}: {size} bytes where index.json records {expected.get('bytes')}: the shard was truncated or edited",
+                    hint=REBUILD_HINT,
+                )
+        extra = sorted(set(self.shard_months(sid)) - listed)
+        if extra:
+            raise ResultFileError(f"{self.shard_path(sid, extra[0])}: a shard index.json does not list", hint=REBUILD_HINT)
+
+    def verify(self, index: dict | None = None, *, deep: bool = False) -> dict:
+        """Check every series of the index against its files (size; or, when ``deep``, lines,
+        bytes and sha256 plus every line's content), and that no series directory is unknown to
+        the index. Returns the index."""
+        index = self.index() if index is None else index
+        series = index["series"]
+        for sid, entry in series.items():
+            self.check_series_files(sid, entry, deep=deep)
+        for directory in (self.path / "series").glob("*/*"):
+            if directory.name not in series and any(directory.glob("*.jsonl")):
+                raise ResultFileError(f"{directory}: a series index.json does not list", hint=REBUILD_HINT)
+        return index
+
+    def read_series(self, sid: str, entry: dict | None = None) -> list[dict]:
+        """Every point of the series, sorted by (timestamp, run_id), each shard checked against
+        the index entry (pass it to save reading index.json again)."""
+        if entry is None:
+            entry = self.index()["series"].get(sid)
+            if entry is None:
+                raise ResultFileError(f"{self.index_path}: no series {sid}", hint="list the series with the site or index.json")
+        self.check_series_files(sid, entry)
         points: list[dict] = []
-        for month in self.shard_months(sid):
-            points.extend(self.read_shard(sid, month))
+        for month in sorted(entry.get("shards") or []):
+            path = self.shard_path(sid, month)
+            points.extend(parse_jsonl(self.verify_shard(sid, month, entry), path))
+        if not entry.get("shard_digests") and len(points) != entry.get("points"):
+            raise ResultFileError(
+                f"{self.series_dir(sid)}: {len(points)} points in the shards where index.json records {entry.get('points')}",
+                hint=REBUILD_HINT,
+            )
         points.sort(key=sort_key)
         return points
+
+    def _points_on_disk(self, sid: str) -> tuple[list[dict], dict[str, dict]]:
+        """All points of a series from whatever shards exist (rebuild and migration only)."""
+        points: list[dict] = []
+        digests: dict[str, dict] = {}
+        for month in self.shard_months(sid):
+            path = self.shard_path(sid, month)
+            data = path.read_bytes()
+            points.extend(parse_jsonl(data, path))
+            digests[month] = shard_digest(data)
+        points.sort(key=sort_key)
+        return points, digests
 
     def fingerprints(self) -> dict[str, dict]:
         out: dict[str, dict] = {}
@@ -195,10 +325,54 @@ class HistoryStore:
 
         return ingest(self, result_paths)
 
+    def recover(self) -> str | None:
+        """Writers only, under :meth:`lock`: finish or discard the journal of an interrupted
+        ingest. Promoted when every shard matches the journal, discarded when every shard still
+        matches the old index; anything else needs ``--rebuild-index`` (exit 7)."""
+        pending = self.pending_index_path
+        if not pending.exists():
+            return None
+        journal = _read_json(pending)
+        _check_version(pending, journal)
+        if _all_shards_match(self, journal):
+            os.replace(pending, self.index_path)
+            return "completed an interrupted ingest (its shards were all written)"
+        old = None
+        if self.index_path.exists():
+            old = _read_json(self.index_path)
+            _check_version(self.index_path, old)
+        if _all_shards_match(self, old or empty_index()):
+            pending.unlink()
+            return "discarded an interrupted ingest (none of its shards was written)"
+        raise ResultFileError(
+            f"{pending}: an interrupted ingest left shards that match neither index.json nor its journal",
+            hint="vkbench ingest --history DIR --rebuild-index (rebuilds the index whole from the shards)",
+        )
+
+    def migrate(self, index: dict) -> dict:
+        """Writers only: upgrade a version-1 index (no shard digests) to the current version,
+        checking each series' point count on the way."""
+        if index.get("history_version", HISTORY_VERSION) >= HISTORY_VERSION:
+            return index
+        old = index.get("history_version")
+        for sid, entry in index["series"].items():
+            self.check_series_files(sid, entry)
+            points, digests = self._points_on_disk(sid)
+            if len(points) != entry.get("points"):
+                raise ResultFileError(
+                    f"{self.series_dir(sid)}: {len(points)} points in the shards where index.json records {entry.get('points')}",
+                    hint=REBUILD_HINT,
+                )
+            entry["shard_digests"] = digests
+        index["history_version"] = HISTORY_VERSION
+        self.migrated = f"{old} -> {HISTORY_VERSION}"
+        return index
+
     def rebuild_index(self) -> dict:
         """Recompute every series entry from its shards (repair after a crash or a hand
         edit). Dims come from the current index, or from the result copies under runs/ for
         series the index does not know."""
+        from ..results.io import validate_result
         from .series import month_of as _month, series_key as _key
 
         with self.lock():
@@ -206,9 +380,15 @@ class HistoryStore:
                 index = self.index()
             except ResultFileError:
                 index = empty_index()
-            known = {sid: (e["dims"], e.get("arch")) for sid, e in index["series"].items()}
+                if self.index_path.exists():
+                    with contextlib.suppress(ResultFileError):
+                        old = _read_json(self.index_path)
+                        if isinstance(old.get("series"), dict):
+                            _check_version(self.index_path, old)
+                            index["series"] = old["series"]
+            known = {sid: (e["dims"], e.get("arch")) for sid, e in index["series"].items() if isinstance(e, dict) and "dims" in e}
             for path in sorted((self.path / "runs").glob("*/*/*.json")):
-                result = _read_json(path)
+                result = validate_result(_read_json(path), source=str(path))
                 for command in result.get("summary", {}):
                     sid, dims = _key(result, command)
                     known.setdefault(sid, (dims, result.get("environment", {}).get("arch")))
@@ -216,25 +396,42 @@ class HistoryStore:
             for directory in sorted((self.path / "series").glob("*/*")):
                 sid = directory.name
                 if sid not in known:
+                    if any(directory.glob("*.jsonl")):
+                        raise ResultFileError(
+                            f"{directory}: a series whose dimensions are neither in index.json nor in any result under runs/",
+                            hint="restore runs/ (or index.json) from the gh-pages branch history, then rebuild again",
+                        )
                     continue
-                points = self.read_series(sid)
+                points, digests = self._points_on_disk(sid)
                 if points:
                     dims, arch = known[sid]
-                    series[sid] = series_entry(dims, arch, points, {_month(p["timestamp"]) for p in points})
+                    series[sid] = series_entry(dims, arch, points, {_month(p["timestamp"]) for p in points}, digests)
             index["series"] = series
+            index["history_version"] = HISTORY_VERSION
             runs = self.path / "runs"
             index["runs"] = sum(1 for m in runs.iterdir() if m.is_dir() for r in m.iterdir() if r.is_dir()) if runs.is_dir() else 0
             self.write_index(index)
-            self.write_format()
+            self.pending_index_path.unlink(missing_ok=True)
+            self.write_format(force=True)
             return index
+
+    def write_pending_index(self, index: dict) -> None:
+        """The journal: the index as it will be once the staged shards are renamed."""
+        index["updated"] = utc_now()
+        write_json(self.pending_index_path, index, indent=1)
 
     def write_index(self, index: dict) -> None:
         index["updated"] = utc_now()
         write_json(self.index_path, index, indent=1)
+        self.pending_index_path.unlink(missing_ok=True)
 
-    def write_format(self) -> None:
-        if not self.format_path.exists():
-            write_json(self.format_path, {"history_version": HISTORY_VERSION})
+    def write_format(self, *, force: bool = False) -> None:
+        """format.json: written when missing or older than this code (after a migration)."""
+        if not force and self.format_path.exists():
+            with contextlib.suppress(ResultFileError):
+                if _read_json(self.format_path).get("history_version") == HISTORY_VERSION:
+                    return
+        write_json(self.format_path, {"history_version": HISTORY_VERSION})
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
@@ -250,25 +447,45 @@ class HistoryStore:
             os.close(fd)
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def _all_shards_match(store: HistoryStore, index: dict) -> bool:
+    series = index.get("series")
+    if not isinstance(series, dict):
+        return False
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
+        store.verify(index, deep=True)
+    except ResultFileError:
+        return False
+    return True
+
+
+def parse_jsonl(data: bytes, path: Path) -> list[dict]:
+    """Series lines, each validated (:func:`vkbench.results.checks.check_point`); any problem is
+    a ResultFileError naming ``path:line``."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ResultFileError(f"{path}: not UTF-8 ({exc})", hint=_RESTORE_HINT) from None
+        raise ResultFileError(f"{path}: not UTF-8 (binary data? {exc})", hint=_RESTORE_HINT) from None
+    if text and not text.endswith("\n"):
+        raise ResultFileError(f"{path}: the last line is cut off (no newline at the end)", hint=_RESTORE_HINT)
     out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
             point = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise ResultFileError(f"{path}:{lineno}: corrupt series line ({exc})", hint=_RESTORE_HINT) from None
-        if not isinstance(point, dict) or "run_id" not in point or "timestamp" not in point:
-            raise ResultFileError(f"{path}:{lineno}: not a series point (no run_id/timestamp)", hint=_RESTORE_HINT)
-        out.append(point)
+        out.append(check_point(point, f"{path}:{lineno}"))
     return out
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Lines of one shard file, validated (no index check: see :meth:`HistoryStore.read_series`)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return parse_jsonl(data, path)
 
 
 _RESTORE_HINT = "the history was edited or truncated; restore it from the gh-pages branch history (git log -- history/)"
@@ -277,8 +494,10 @@ _RESTORE_HINT = "the history was edited or truncated; restore it from the gh-pag
 def _read_json(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint=_RESTORE_HINT) from None
+    except IsADirectoryError:
+        raise ResultFileError(f"{path}: a directory where a JSON file belongs", hint=_RESTORE_HINT) from None
     if not isinstance(data, dict):
         raise ResultFileError(f"{path}: top level is not an object", hint=_RESTORE_HINT)
     return data
@@ -286,18 +505,21 @@ def _read_json(path: Path) -> dict:
 
 def _check_version(path: Path, data: dict) -> None:
     version = data.get("history_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise ResultFileError(f"{path}: no integer history_version; not a vkbench history", hint=_RESTORE_HINT)
     if version > HISTORY_VERSION:
         raise ResultFileError(
             f"{path}: history_version {version} is newer than this vkbench understands ({HISTORY_VERSION})",
             hint="upgrade vkbench (pip install -U vkbench, or pull the repository) before reading or writing this history",
         )
+    if version < OLDEST_READABLE_VERSION:
+        raise ResultFileError(f"{path}: history_version {version} is not a known history format", hint=_RESTORE_HINT)
 
 
 def _safe_name(name: str) -> str:
-    """run_id / fingerprint ids become path components: keep them from escaping the tree."""
+    """run_id / fingerprint ids become path components: keep them from escaping the tree
+    (results are validated with vkbench.results.checks.is_safe_id first; this is the backstop)."""
     cleaned = "".join(c if c.isalnum() or c in "._-+" else "_" for c in name)
-    if cleaned in ("", ".", ".."):
+    if cleaned in ("", ".", "..") or cleaned.startswith("."):
         cleaned = "_" + cleaned
     return cleaned

@@ -24,7 +24,7 @@ def cell_from_arg(arg: str, overrides: dict[str, Any] | None = None) -> Cell:
         raise ConfigError("--cell must be a JSON object", hint="pass the 'cell' field of `vkbench matrix --format github` verbatim")
     for key, value in (overrides or {}).items():
         # A single value only: a cell is one point of the matrix, not an axis.
-        if isinstance(value, list) and key not in ("tests",):
+        if isinstance(value, list) and key not in ("tests", "tool_args", "extra_server_args"):
             if len(value) != 1:
                 raise ConfigError(f"an override of {key} with several values cannot apply to one --cell", hint="give one value")
             value = value[0]

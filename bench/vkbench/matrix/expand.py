@@ -16,7 +16,7 @@ from ..errors import ConfigError, UsageError
 from .model import Cell, MatrixFile
 
 #: Fields whose value is itself a list: a list there is a value, not an axis.
-LIST_VALUED = {"tests", "extra_server_args"}
+LIST_VALUED = {"tests", "extra_server_args", "tool_args"}
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(cores|\d+)\s*(?:\+\s*(\d+))?\s*$")
 
 
@@ -111,6 +111,7 @@ def format_validation_error(exc: ValidationError, model: type) -> str:
         elif err["type"] == "missing":
             msg = "required field is missing"
         got = err.get("input")
-        suffix = f" (got {got!r})" if err["type"] not in ("missing", "extra_forbidden") and not isinstance(got, dict) else ""
+        shown = repr(got) if len(repr(got)) <= 80 else repr(got)[:77] + "..."   # a hostile value may be huge
+        suffix = f" (got {shown})" if err["type"] not in ("missing", "extra_forbidden") and not isinstance(got, dict) else ""
         lines.append(f"  - {where}: {msg}{suffix}")
     return "\n".join(lines)

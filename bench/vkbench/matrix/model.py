@@ -30,8 +30,12 @@ Tool = Literal["valkey-benchmark", "redis-benchmark", "memtier_benchmark"]
 Engine = Literal["valkey", "redis"]
 ReadFrom = Literal["primary", "replicas"]
 
-_SERVER = re.compile(r"^(valkey|redis):([A-Za-z0-9._/+-]+)$")
+_SERVER = re.compile(r"^(valkey|redis):([A-Za-z0-9._/+-]{1,128}(@source)?)$")
 _CPUSET = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+#: A runner label (it reaches `runs-on` and a concurrency group); which labels are allowed
+#: is runners/classes.yaml's business (vkbench.matrix.runner_classes).
+_RUNNER = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+_TEST = re.compile(r"^[a-z0-9_-]{1,32}$")
 
 
 class CpuPlacement(BaseModel):
@@ -47,6 +51,107 @@ class CpuPlacement(BaseModel):
         if not _CPUSET.match(value):
             raise ValueError(f"{value!r} is not a CPU list; write it like taskset -c: '0', '0-1', '0,2'")
         return value
+
+
+_RATIO = re.compile(r"^\d{1,6}:\d{1,6}$")
+_KEY_PATTERN = re.compile(r"^[GRZSP]:[GRZSP]$")
+_SIZE_RANGE = re.compile(r"^\d{1,9}-\d{1,9}$")
+_SIZE_LIST = re.compile(r"^\d{1,9}:\d{1,6}(,\d{1,9}:\d{1,6})*$")
+_KEY_PREFIX = re.compile(r"^[A-Za-z0-9:_.{}-]{0,64}$")
+_ACL_USER = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class ToolCommandSpec(BaseModel):
+    """One memtier ``--command`` with its ``--command-ratio`` and ``--command-key-pattern``."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1, max_length=1000, description="e.g. 'SET __key__ __data__', 'GET __key__'")
+    ratio: int = Field(1, ge=1, le=1000000)
+    key_pattern: Literal["G", "R", "Z", "S", "P"] = "R"
+
+
+class Workload(BaseModel):
+    """What memtier_benchmark users set beyond the common dimensions (docs/matrix.md, 'workload').
+
+    Every field is optional; an unset field keeps vkbench's default (memtier's own default where
+    vkbench has none). A field the cell's tool cannot express is refused when the cell is built,
+    with the reason, so two tools' cells are never silently different workloads."""
+
+    model_config = ConfigDict(extra="forbid")
+    ratio: str | None = Field(None, description="memtier --ratio SET:GET, e.g. '1:10' (default: from tests)")
+    key_pattern: str | None = Field(None, description="memtier --key-pattern SET:GET, e.g. 'R:R', 'G:G', 'S:S'")
+    key_prefix: str | None = Field(None, description="memtier --key-prefix (default 'memtier-')")
+    key_minimum: int | None = Field(None, ge=1, description="first key id; the range is key_minimum .. key_minimum+keyspace-1")
+    data_size_range: str | None = Field(None, description="memtier --data-size-range 'min-max' (replaces data_size)")
+    data_size_pattern: Literal["R", "S"] | None = None
+    data_size_list: str | None = Field(None, description="memtier --data-size-list 'size:weight,...'")
+    commands: list[ToolCommandSpec] = Field(default_factory=list, description="memtier --command entries")
+    multi_key_get: int | None = Field(None, ge=1, le=10000)
+    rate_limit: int | None = Field(None, ge=1, description="requests per second per connection (--rate-limiting)")
+    run_count: int | None = Field(None, ge=1, le=100, description="memtier --run-count: runs per repetition (AGGREGATED)")
+    protocol: Literal["resp2", "resp3"] | None = None
+    acl_user: str | None = Field(None, description="an ACL user vkbench creates on every server and the tool logs in as")
+    tls: bool = Field(False, description="TLS to the servers (only where the servers are started with TLS)")
+
+    @field_validator("ratio")
+    @classmethod
+    def _ratio(cls, value: str | None) -> str | None:
+        if value is not None and (not _RATIO.match(value) or value == "0:0"):
+            raise ValueError(f"{value!r} is not SET:GET, e.g. '1:10', '1:0', '0:1'")
+        return value
+
+    @field_validator("key_pattern")
+    @classmethod
+    def _key_pattern(cls, value: str | None) -> str | None:
+        if value is not None and not _KEY_PATTERN.match(value):
+            raise ValueError(f"{value!r} is not SET:GET patterns from G, R, Z, S, P (e.g. 'R:R')")
+        return value
+
+    @field_validator("key_prefix")
+    @classmethod
+    def _key_prefix(cls, value: str | None) -> str | None:
+        if value is not None and not _KEY_PREFIX.match(value):
+            raise ValueError(f"{value!r}: a key prefix has at most 64 of A-Z a-z 0-9 : _ . {{ }} -")
+        return value
+
+    @field_validator("data_size_range")
+    @classmethod
+    def _size_range(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not _SIZE_RANGE.match(value):
+                raise ValueError(f"{value!r} is not 'min-max' bytes, e.g. '32-1024'")
+            low, high = (int(v) for v in value.split("-"))
+            if not 1 <= low <= high:
+                raise ValueError(f"{value!r}: need 1 <= min <= max")
+        return value
+
+    @field_validator("data_size_list")
+    @classmethod
+    def _size_list(cls, value: str | None) -> str | None:
+        if value is not None and not _SIZE_LIST.match(value):
+            raise ValueError(f"{value!r} is not 'size:weight,...', e.g. '32:7,1024:3'")
+        return value
+
+    @field_validator("acl_user")
+    @classmethod
+    def _acl_user(cls, value: str | None) -> str | None:
+        if value is not None and (not _ACL_USER.match(value) or value == "default"):
+            raise ValueError(f"{value!r}: an ACL user name of A-Z a-z 0-9 _ . - (not 'default')")
+        return value
+
+    def ratio_parts(self) -> tuple[int, int] | None:
+        if self.ratio is None:
+            return None
+        sets, gets = self.ratio.split(":")
+        return int(sets), int(gets)
+
+
+#: Workload fields valkey-/redis-benchmark can express (the rest is memtier only).
+BENCHMARK_WORKLOAD_FIELDS = {"protocol", "acl_user", "tls"}
+#: Cell fields added after results existed: left out of dimensions and the cell id while at
+#: their default, so the series of existing cells keep their identity.
+OPTIONAL_DIMENSIONS: dict[str, Any] = {"workload": None, "tool_args": []}
+_TOOL_ARG = re.compile(r"^[^\x00-\x1f]{1,1000}$")
 
 
 class Cell(BaseModel):
@@ -72,6 +177,9 @@ class Cell(BaseModel):
     cpu: CpuPlacement | None = None
     read_from: ReadFrom = "primary"
     extra_server_args: list[str] = Field(default_factory=list)
+    workload: Workload | None = Field(None, description="memtier-style workload options (ratio, key pattern, ...)")
+    tool_args: list[str] = Field(default_factory=list, max_length=64,
+                                 description="extra arguments appended to the tool's command line (recorded)")
     runner: str = Field("local", description="machine class / runner label: pi-cm4, cloud-x86, cloud-arm64, local")
 
     @field_validator("server")
@@ -79,7 +187,7 @@ class Cell(BaseModel):
     def _server(cls, value: str) -> str:
         if not _SERVER.match(value):
             raise ValueError(
-                f"{value!r} is not engine:version; engine is 'valkey' or 'redis', e.g. valkey:9.1.2, valkey:unstable"
+                f"{value[:80]!r} is not engine:version; engine is 'valkey' or 'redis', e.g. valkey:9.1.2, valkey:unstable"
             )
         return value
 
@@ -89,12 +197,31 @@ class Cell(BaseModel):
         try:
             return str(Topology.parse(value))
         except Exception:
-            raise ValueError(f"{value!r} is not a topology; allowed: {TOPOLOGY_FORMS}") from None
+            raise ValueError(f"{value[:40]!r} is not a topology; allowed: {TOPOLOGY_FORMS}") from None
 
     @field_validator("tests")
     @classmethod
     def _tests(cls, value: list[str]) -> list[str]:
-        return [t.strip().lower() for t in value]
+        tests = [t.strip().lower() for t in value]
+        for test in tests:
+            if not _TEST.match(test):
+                raise ValueError(f"{test[:40]!r} is not a test name (lowercase letters, digits, _ and -, e.g. set, get, lpush)")
+        return tests
+
+    @field_validator("runner")
+    @classmethod
+    def _runner(cls, value: str) -> str:
+        if not _RUNNER.match(value):
+            raise ValueError(f"{value[:40]!r} is not a runner label (lowercase letters, digits and -, e.g. cloud-x86)")
+        return value
+
+    @field_validator("tool_args")
+    @classmethod
+    def _tool_args(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if not _TOOL_ARG.match(arg):
+                raise ValueError(f"{arg!r}: a tool argument is 1-1000 characters without control characters")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
@@ -104,7 +231,35 @@ class Cell(BaseModel):
             raise ValueError("read_from: replicas needs a topology with replicas (replication:R or cluster:N:R)")
         if self.duration is not None and self.tool != "memtier_benchmark" and self.requests is None:
             raise ValueError(f"{self.tool} has no duration option; set requests instead")
+        if self.tool == "memtier_benchmark":
+            self._check_memtier()
+        elif self.workload is not None:
+            unsupported = sorted(name for name in self.workload.model_fields_set - BENCHMARK_WORKLOAD_FIELDS
+                                 if getattr(self.workload, name) not in (None, [], False))
+            if unsupported:
+                raise ValueError(f"workload {', '.join(unsupported)}: {self.tool} cannot express this (memtier_benchmark "
+                                 "only); without it the cells of the two tools would measure different workloads")
         return self
+
+    def _check_memtier(self) -> None:
+        """Clients and threads mean the same for every tool: clients = connections in total."""
+        threads = self.client_threads or 1
+        if self.clients % threads:
+            raise ValueError(f"clients {self.clients} is the total number of connections and must be a multiple of "
+                             f"client_threads {threads} (memtier runs clients/threads connections per thread)")
+        workload = self.workload or Workload()
+        if not workload.commands and workload.ratio is None:
+            unknown = sorted(set(self.tests) - {"set", "get"})
+            if unknown:
+                raise ValueError(f"memtier_benchmark runs tests set and get (got {', '.join(unknown)}); "
+                                 "other commands go in workload.commands")
+
+    def memtier_ratio(self) -> tuple[int, int]:
+        """SET:GET of a memtier cell: workload.ratio, else from tests (set -> 1:0, get -> 0:1, both 1:1)."""
+        parts = self.workload.ratio_parts() if self.workload else None
+        if parts is not None:
+            return parts
+        return (1 if "set" in self.tests else 0, 1 if "get" in self.tests else 0)
 
     # -- identity -----------------------------------------------------------------------------
     @property
@@ -117,7 +272,7 @@ class Cell(BaseModel):
 
     def dimensions(self) -> dict[str, Any]:
         """Every dimension that defines what was measured (the series key, minus runner)."""
-        data = self.model_dump(mode="json")
+        data = self._identity_dump()
         data.pop("server")
         data["engine"], data["version"] = self.engine, self.version
         return data
@@ -131,8 +286,17 @@ class Cell(BaseModel):
             f"_{tool}_P{self.pipeline}_c{self.clients}_d{self.data_size}"
         )
         readable = re.sub(r"[^A-Za-z0-9._-]", "-", readable)
-        digest = hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:8]
+        digest = hashlib.sha256(json.dumps(self._identity_dump(), sort_keys=True).encode()).hexdigest()[:8]
         return f"{readable}_{digest}"
+
+    def _identity_dump(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json", exclude_none=False)
+        if data.get("workload") is not None:
+            data["workload"] = self.workload.model_dump(mode="json", exclude_defaults=True) or None
+        for name, default in OPTIONAL_DIMENSIONS.items():
+            if data.get(name) == default:
+                data.pop(name, None)
+        return data
 
     def to_arg(self) -> str:
         """Compact JSON for ``vkbench run --cell``."""

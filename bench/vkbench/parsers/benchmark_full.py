@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from vkbench.parsers.cdf import derived_warning, percentiles_from_cdf
 from vkbench.parsers.record import Record
-from vkbench.parsers.text import fail, latency_dict, progress_command, tool_warnings, truncated_error, visible_lines
+from vkbench.parsers.text import fail, figure, latency_dict, optional_figure, progress_command, tool_warnings, truncated_error, visible_lines
 
 UNKNOWN_COMMAND = "UNKNOWN"
 
@@ -79,7 +79,8 @@ def parse_benchmark_full(text: str, *, source: str, tool: str) -> list[Record]:
             elif section is None:
                 current().old_cdf.append((ms, pct))
         elif rps := THROUGHPUT_RE.match(line) or OLD_RPS_RE.match(line):
-            current().rps = float(rps["rps"])
+            block = current()
+            block.rps = figure(source, f"rps of {block.command or UNKNOWN_COMMAND!r}", rps["rps"])
         elif LATENCY_SUMMARY_RE.match(line):
             # Printed after the throughput line, so it belongs to the block that just completed.
             (blocks[-1] if blocks else current()).summary = _summary_table(lines[index + 1:index + 3], source)
@@ -103,9 +104,13 @@ def _summary_table(two_lines: list[str], source: str) -> dict[str, float]:
     if len(two_lines) < 2 or len(two_lines[0].split()) != len(two_lines[1].split()):
         raise fail(source, "truncated: the latency summary table is incomplete")
     summary = {}
-    for name, raw in zip(two_lines[0].split(), two_lines[1].split()):
-        if name in SUMMARY_NAMES:
-            summary[SUMMARY_NAMES[name]] = float(raw)
+    names = two_lines[0].split()
+    if not set(names) <= set(SUMMARY_NAMES) or len(set(names)) != len(names):
+        raise fail(source, f"the latency summary header is not 'avg min p50 p95 p99 max': {two_lines[0].strip()[:120]!r}")
+    for name, raw in zip(names, two_lines[1].split()):
+        value = optional_figure(source, f"latency summary {name}", raw, latency=True)
+        if value is not None:
+            summary[SUMMARY_NAMES[name]] = value
     return summary
 
 
@@ -119,10 +124,16 @@ def _record(block: _Block, *, source: str, tool: str, warnings: list[str]) -> Re
         notes.append("the output does not name the command (summary without its '====== TEST ======' header)")
     latency = dict(block.summary)
     if not latency and block.old_cdf:
-        latency = percentiles_from_cdf(block.old_cdf)
+        whole_ms = all(ms == int(ms) for ms, _ in block.old_cdf)
+        # redis-benchmark <= 2.x truncates latency to whole milliseconds: the line '<= 0' counts
+        # requests under 1 ms, so the bucket's upper bound is M + 1, never 0.
+        points = [(ms + 1, pct) for ms, pct in block.old_cdf] if whole_ms else block.old_cdf
+        latency = percentiles_from_cdf(points)
         if latency:
-            notes.append(derived_warning("the cumulative distribution ('N% <= M milliseconds')",
-                                         "old redis-benchmark counts whole milliseconds: '<= 0' means under 1 ms"))
+            notes.append(derived_warning(
+                "the cumulative distribution ('N% <= M milliseconds')",
+                "whole-millisecond buckets: '<= M milliseconds' counts requests under M+1 ms, so each value "
+                "is that bucket's upper bound M+1" if whole_ms else ""))
     if "p999" not in latency:
         level = next(((pct, ms) for pct, ms in block.levels if P999_LEVELS[0] <= pct < P999_LEVELS[1]), None)
         if level:

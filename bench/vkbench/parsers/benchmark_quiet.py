@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from vkbench.parsers.record import Record
-from vkbench.parsers.text import fail, latency_dict, progress_command, tool_warnings, truncated_error, visible_lines
+from vkbench.parsers.text import fail, figure, latency_dict, optional_figure, progress_command, tool_warnings, truncated_error, visible_lines
 
 # Greedy command group: a custom command title may itself contain ": ".
 RESULT_RE = re.compile(
@@ -35,8 +35,8 @@ def parse_benchmark_quiet(text: str, *, source: str, tool: str) -> list[Record]:
         if result:
             command = result["command"].strip()
             waiting_for_result.pop(command, None)
-            p50 = float(result["p50"]) if result["p50"] else None
-            records.append(Record(command=command, rps=float(result["rps"]),
+            p50 = optional_figure(source, f"p50 of {command!r}", result["p50"], latency=True)
+            records.append(Record(command=command, rps=figure(source, f"rps of {command!r}", result["rps"]),
                                   latency_ms=latency_dict({"p50": p50}), tool=tool, warnings=list(warnings)))
             continue
         progressing = progress_command(line)

@@ -27,6 +27,7 @@ record gets a warning saying which occurrence it is.
 from __future__ import annotations
 
 import re
+import stat
 from collections import Counter
 from pathlib import Path
 
@@ -39,7 +40,8 @@ from vkbench.parsers.memtier_json import parse_memtier_json
 from vkbench.parsers.memtier_rows import TOOL as MEMTIER
 from vkbench.parsers.memtier_text import looks_like_memtier_text, parse_memtier_text
 from vkbench.parsers.record import Record
-from vkbench.parsers.text import fail, progress_command, strip_bom, truncated_error, visible_lines
+from vkbench.parsers.text import (MAX_INPUT_BYTES, MAX_LATENCY_MS, MAX_RPS, fail, figure, iter_visible_lines, progress_command,
+                                  strip_bom, truncated_error, visible_lines)
 
 VALKEY_BENCHMARK = "valkey-benchmark"
 REDIS_BENCHMARK = "redis-benchmark"
@@ -47,26 +49,57 @@ TOOLS = (VALKEY_BENCHMARK, REDIS_BENCHMARK, MEMTIER)
 
 #: A quoted first cell followed by a comma: ``"SET","12345.67"`` or the ``"test","rps",...`` header.
 CSV_ROW_RE = re.compile(r'^"(?:[^"]|"")*",')
+#: memtier --hdr-file-prefix files: the histogram log (.hgrm) and the percentile distribution (.txt).
+HDR_RE = re.compile(r"^#\[(?:Full Run|\w+) command HDR latency histogram|^\s*Value\s+Percentile\s+TotalCount\s", re.M)
 NO_RESULTS_HINT = "the file holds no benchmark result: check the tool ran to completion and that this is its stdout"
+
+
+def read_output(path: str | Path) -> str:
+    """The text of a saved output, refusing at once what cannot be one: not a regular file
+    (a FIFO would block forever, a device never ends) or larger than MAX_INPUT_BYTES."""
+    path = Path(path)
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise fail(path.name, f"cannot read it: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise fail(path.name, "not a regular file (a FIFO, device or directory is never read)",
+                   hint="save the tool's output to a file first")
+    if info.st_size > MAX_INPUT_BYTES:
+        raise fail(path.name, f"{info.st_size} bytes is more than any benchmark output ({MAX_INPUT_BYTES} bytes at most)",
+                   hint="give the tool's stdout or --json-out-file, not a log of everything")
+    with open(path, "rb") as handle:   # read at most the limit, even if the file grew since stat
+        data = handle.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise fail(path.name, f"more than {MAX_INPUT_BYTES} bytes (the file grew while being read)")
+    return data.decode("utf-8", errors="replace")
 
 
 def parse_file(path: str | Path, tool: str | None = None) -> list[Record]:
     """Parse a saved output file; the error messages name the file."""
     path = Path(path)
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    return parse_output(text, tool=tool, source=path.name)
+    return parse_output(read_output(path), tool=tool, source=path.name)
 
 
 def parse_output(text: str, *, tool: str | None = None, source: str = "<output>") -> list[Record]:
     if tool is not None and tool not in TOOLS:
         raise UsageError(f"unknown tool {tool!r}; expected one of {', '.join(TOOLS)}")
+    if len(text) > MAX_INPUT_BYTES:
+        raise fail(source, f"more than {MAX_INPUT_BYTES} characters: not a benchmark output")
     text = strip_bom(text)
     if not text.strip():
         raise fail(source, "no benchmark results found (the output is empty)", hint=NO_RESULTS_HINT)
+    if HDR_RE.search(text[:4096]):
+        raise fail(source, "a memtier HDR histogram file (--hdr-file-prefix): it holds latencies only, "
+                           "no throughput, so it cannot make a result",
+                   hint="parse memtier's stdout or its --json-out-file: they carry the same percentiles and the ops/sec")
     is_json = text.lstrip().startswith("{")
     if not is_json:
         raise_on_tool_error(text, source)
     family = MEMTIER if is_json or looks_like_memtier_text(text) else "benchmark"
+    if family == MEMTIER and not is_json and _benchmark_results(text):
+        raise fail(source, "the output mixes memtier_benchmark tables with valkey-/redis-benchmark results",
+                   hint="split it into one file per tool run: parsing one format would silently drop the other")
     if tool == MEMTIER and family != MEMTIER:
         raise fail(source, "this is not memtier_benchmark output (no JSON, no 'Type Ops/sec' table)")
     if tool in (VALKEY_BENCHMARK, REDIS_BENCHMARK) and family == MEMTIER:
@@ -78,13 +111,61 @@ def parse_output(text: str, *, tool: str | None = None, source: str = "<output>"
         records = parse_memtier_text(text, source=source)
     else:
         records = _parse_benchmark(text, tool=tool or guess_benchmark_tool(text), source=source)
+    for record in records:
+        check_record(record, source)
     return flag_repeated_commands(records)
 
 
+def parse_tool_run(stdout: str, *, tool: str, json_text: str | None = None, source: str = "<output>") -> list[Record]:
+    """One run of a tool as vkbench captured it: its stdout (and memtier's --json-out-file).
+
+    The tool's stdout is always checked for failures first: memtier writes error replies
+    (READONLY, MOVED, NOAUTH), failed logins and refused connections only there, and its JSON
+    then looks like a good run. The records come from memtier's printed table when there is
+    one (its averages have 5 decimals where the JSON truncates to 3), else from the JSON."""
+    raise_on_tool_error(stdout, source)
+    if tool == MEMTIER and json_text is not None:
+        json_records = parse_output(json_text, tool=tool, source=source)
+        if looks_like_memtier_text(stdout):
+            records = parse_output(stdout, tool=tool, source=source)
+            if {r.command for r in records} == {r.command for r in json_records}:
+                return records
+        return json_records
+    return parse_output(stdout, tool=tool, source=source)
+
+
+def check_record(record: Record, source: str) -> None:
+    """Last line of defence for every parser: figures are finite, in range and plain numbers.
+
+    Written for speed on the good case (a 10 MB CSV has 160,000 records): plain comparisons,
+    and figure() only to word the error. NaN fails every comparison, so it takes that path too."""
+    rps = record.rps
+    if not (rps.__class__ is float and 0 < rps <= MAX_RPS):
+        figure(source, f"rps of {record.command!r}", rps)
+    for key, value in record.latency_ms.items():
+        if not (value.__class__ is float and 0 <= value <= MAX_LATENCY_MS):
+            figure(source, f"{key} latency of {record.command!r}", value, latency=True)
+    if record.hits_per_s is None and record.misses_per_s is None and record.kb_per_s is None:
+        return
+    for name in ("hits_per_s", "misses_per_s", "kb_per_s"):
+        value = getattr(record, name)
+        if value is not None:
+            figure(source, f"{name} of {record.command!r}", value, allow_zero=True)
+
+
+def _benchmark_results(text: str) -> bool:
+    """valkey-/redis-benchmark results (-q lines, CSV rows, full-output blocks) in the text."""
+    for line in visible_lines(text):
+        stripped = line.strip()
+        if RESULT_RE.match(stripped) or CSV_ROW_RE.match(stripped) or HEADER_RE.match(stripped) \
+                or THROUGHPUT_RE.match(stripped):
+            return True
+    return False
+
 def _parse_benchmark(text: str, *, tool: str, source: str) -> list[Record]:
-    lines = [line.strip() for line in visible_lines(text)]
-    if any(CSV_ROW_RE.match(line) for line in lines):
+    if any(CSV_ROW_RE.match(line.strip()) for line in iter_visible_lines(text)):   # stops at the first row
         return parse_benchmark_csv(text, source=source, tool=tool)
+    lines = [line.strip() for line in visible_lines(text)]
     if any(HEADER_RE.match(line) or THROUGHPUT_RE.match(line) or OLD_RPS_RE.match(line) for line in lines):
         return parse_benchmark_full(text, source=source, tool=tool)
     if any(RESULT_RE.match(line) for line in lines):

@@ -11,8 +11,8 @@ from vkbench.parsers.text import fail
 
 TOOL = "memtier_benchmark"
 
-#: Column / key name -> record latency key. ``p90``/``p99.99``/``KB/sec`` have no slot in a Record.
-PERCENTILE_KEYS = {50.0: "p50", 95.0: "p95", 99.0: "p99", 99.9: "p999", 100.0: "max"}
+#: Column / key name -> record latency key (other levels, e.g. p75, have no slot in a Record).
+PERCENTILE_KEYS = {50.0: "p50", 90.0: "p90", 95.0: "p95", 99.0: "p99", 99.9: "p999", 99.99: "p9999", 100.0: "max"}
 
 
 def command_name(row: str) -> str:
@@ -26,11 +26,12 @@ def percentile_key(level: str) -> str | None:
     """``50``/``50.00``/``99.9``/``99.90`` -> ``p50``/``p999``; unsupported levels -> None."""
     try:
         return PERCENTILE_KEYS.get(round(float(level), 3))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
-def wanted_row(row: str, rps: float | None, latency: dict[str, float], *, source: str) -> bool:
+def wanted_row(row: str, rps: float | None, latency: dict[str, float], *, source: str,
+               count: int | None = None) -> bool:
     """Whether a table row becomes a record.
 
     ``Waits`` is memtier's WAIT-command row, all ``---``/0 unless ``--wait-ratio`` is used.
@@ -39,6 +40,13 @@ def wanted_row(row: str, rps: float | None, latency: dict[str, float], *, source
     but lost the count, so the throughput is wrong and we refuse the output.
     """
     if row == "Waits" or rps is None:
+        return False
+    if row == "Totals" and (rps == 0 or count == 0):
+        raise fail(source, "memtier completed no request (Totals: 0 ops/sec)",
+                   hint="memtier's output says why (connection refused, authentication, error replies); fix that first")
+    if count == 0:
+        # memtier >= 2.x counts requests: 0 is a command the run did not exercise (the GET row of
+        # --ratio 1:0), whatever its empty histogram prints as percentiles.
         return False
     if rps == 0:
         if any(value > 0 for value in latency.values()):

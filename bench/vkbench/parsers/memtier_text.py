@@ -25,15 +25,19 @@ import re
 from vkbench.parsers.cdf import derived_warning, percentiles_from_cdf
 from vkbench.parsers.memtier_rows import TOOL, command_name, percentile_key, wanted_row
 from vkbench.parsers.record import Record
-from vkbench.parsers.text import fail, latency_dict, to_float, visible_lines
+from vkbench.parsers.text import fail, latency_dict, optional_figure, visible_lines
 
-HEADER_RE = re.compile(r"^Type\s+Ops/sec\s")
+HEADER_RE = re.compile(r"^\s*Type\s+Ops/sec\s")
 PERCENTILE_COLUMN_RE = re.compile(r"^p(?P<level>\d+(?:\.\d+)?) Latency$")
 CDF_LINE_RE = re.compile(r"^(?P<command>[A-Z]+)\s+(?P<ms>\d+(?:\.\d+)?)\s+(?P<pct>\d+(?:\.\d+)?)$")
 SKIPPED_SECTIONS = ("BEST RUN RESULTS", "WORST RUN RESULTS")
+#: Table columns kept beside rps and latency (``---`` = not applicable, e.g. Hits/sec of Sets).
+EXTRA_COLUMNS = {"Hits/sec": "hits_per_s", "Misses/sec": "misses_per_s", "KB/sec": "kb_per_s"}
 
 
 def looks_like_memtier_text(text: str) -> bool:
+    if "Ops/sec" not in text:   # cheap test first: outputs can be megabytes
+        return False
     return any(HEADER_RE.match(line) for line in visible_lines(text))
 
 
@@ -54,7 +58,7 @@ def parse_memtier_text(text: str, *, source: str) -> list[Record]:
 
 def _section_title(lines: list[str], header_row: int) -> str:
     """The title above the ``=====`` rule above the header (``ALL STATS``, ``AGGREGATED ...``)."""
-    for line in reversed(lines[:header_row]):
+    for line in reversed(lines[max(0, header_row - 5):header_row]):
         if line.strip() and set(line.strip()) != {"="}:
             return line.strip()
     return ""
@@ -81,8 +85,10 @@ def _latency_key(column: str) -> str | None:
 def _table_records(chunk: list[str], section: str, source: str) -> list[Record]:
     """``chunk``: from this table's header to the next table's header (its CDF lies in between)."""
     columns = _columns(chunk[0])
+    if len(set(columns)) != len(columns) or "Type" not in columns:
+        raise fail(source, f"memtier table header with repeated columns: {chunk[0].strip()[:120]!r}")
     rows: list[dict[str, str]] = []
-    body = chunk[2:] if len(chunk) > 1 and chunk[1].startswith("---") else chunk[1:]
+    body = chunk[2:] if len(chunk) > 1 and chunk[1].strip().startswith("---") else chunk[1:]
     for line in body:
         words = line.split()
         if not words or not words[0].isalpha():
@@ -101,18 +107,22 @@ def _table_records(chunk: list[str], section: str, source: str) -> list[Record]:
         notes.append(f"memtier ran several times (--run-count); values are its {section}")
     records = []
     for row in rows:
-        latency = {_latency_key(col): to_float(raw) for col, raw in row.items() if _latency_key(col)}
+        name = row["Type"]
+        latency = {key: optional_figure(source, f"{col} of {name}", raw, latency=True)
+                   for col, raw in row.items() if (key := _latency_key(col))}
         latency = latency_dict(latency)
-        rps = to_float(row["Ops/sec"])
-        if not wanted_row(row["Type"], rps, latency, source=source):
+        rps = optional_figure(source, f"Ops/sec of {name}", row["Ops/sec"])
+        if not wanted_row(name, rps, latency, source=source):
             continue
-        command = command_name(row["Type"])
+        command = command_name(name)
         warnings = list(notes)
         derived = percentiles_from_cdf(cdfs.get(command, []))
         if derived:
             latency = latency_dict({**latency, **derived})
             warnings.append(derived_warning("memtier's Request Latency Distribution"))
-        records.append(Record(command=command, rps=rps, latency_ms=latency, tool=TOOL, warnings=warnings))
+        extra = {field: optional_figure(source, f"{column} of {name}", row[column])
+                 for column, field in EXTRA_COLUMNS.items() if column in row}
+        records.append(Record(command=command, rps=rps, latency_ms=latency, tool=TOOL, warnings=warnings, **extra))
     return records
 
 

@@ -15,6 +15,7 @@ import jsonschema
 
 from .. import RESULT_SCHEMA_VERSION
 from ..errors import ResultFileError
+from .checks import check_result, format_checker
 
 
 @lru_cache(maxsize=None)
@@ -30,12 +31,17 @@ def validate_result(data: Any, *, source: str = "<result>") -> dict:
     version = data.get("schema_version")
     if not isinstance(version, int):
         raise ResultFileError(f"{source}: no integer schema_version; not a vkbench result", hint="pass result files written by `vkbench run`")
+    if version < 1:
+        raise ResultFileError(
+            f"{source}: schema_version {version} is not a result format version (1..{RESULT_SCHEMA_VERSION})",
+            hint="pass result files written by `vkbench run`",
+        )
     if version > RESULT_SCHEMA_VERSION:
         raise ResultFileError(
             f"{source}: schema_version {version} is newer than this vkbench understands ({RESULT_SCHEMA_VERSION})",
             hint="upgrade vkbench (pip install -U vkbench, or pull the repository) before reading this file",
         )
-    validator = jsonschema.Draft202012Validator(schema(version))
+    validator = jsonschema.Draft202012Validator(schema(version), format_checker=format_checker())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         first = errors[0]
@@ -45,6 +51,7 @@ def validate_result(data: Any, *, source: str = "<result>") -> dict:
             f"{source}: fails result schema v{version} at {where}: {first.message}{more}",
             hint="the file was edited or truncated; restore it from the run's artifact",
         )
+    check_result(data, source)
     return data
 
 
@@ -54,6 +61,10 @@ def load_result(path: str | os.PathLike) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ResultFileError(f"{path}: no such result file", hint="check the path") from None
+    except IsADirectoryError:
+        raise ResultFileError(f"{path}: a directory, not a result file", hint="check the path") from None
+    except RecursionError:
+        raise ResultFileError(f"{path}: nested too deeply to be a result", hint="the file was edited; restore it from the run's artifact") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint="the file was truncated or edited; restore it from the run's artifact") from None
     return validate_result(data, source=str(path))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..parsers.record import LATENCY_KEYS, Record
+from ..parsers.record import LATENCY_KEYS, OPTIONAL_FIGURES, Record
 from ..stats import summarize
 
 
@@ -30,7 +30,9 @@ def merge_target_records(per_target: list[list[Record]]) -> tuple[list[Record], 
                 latency[key] = min(v for v, _ in values)
             else:
                 latency[key] = max(v for v, _ in values)
-        out.append(Record(command, total, latency, recs[0].tool, recs[0].tool_version, []))
+        extra = {name: sum(getattr(r, name) for r in recs) for name in OPTIONAL_FIGURES
+                 if all(getattr(r, name) is not None for r in recs)}
+        out.append(Record(command, total, latency, recs[0].tool, recs[0].tool_version, [], **extra))
     warnings.append(f"{len(per_target)} client processes (one per target): rps summed, percentiles are the worst of them")
     return out, sorted(set(warnings))
 

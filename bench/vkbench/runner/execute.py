@@ -10,7 +10,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -23,10 +22,12 @@ from ..matrix.model import Cell
 from ..topology.backend import Backend, Deployment, DeploymentSpec
 from ..topology.model import ServerSettings, Topology
 from . import preload as preloading
+from . import server_stats
 from .aggregate import merge_target_records, summarize_repetitions
 from .cpu import CpuSnapshot, server_cores_used
 from .process import run_tools
 from .tools import build_command, targets
+from .workdirs import make_workdir
 from .validity import _cpuset_size, check, client_thread_count
 
 ProgressFn = Callable[[str, Cell, int], None]   # (event, cell, repetition index)
@@ -44,6 +45,7 @@ class RunContext:
     tool_paths: dict[str, object] = field(default_factory=dict)   # tool name -> servers.Binary
     repetition_timeout: float = 600.0
     work_dir: Path | None = None
+    profile: bool = False                   # one extra, unmeasured repetition under perf (--profile)
 
 
 @dataclass
@@ -57,7 +59,9 @@ class CellState:
     deployment_info: dict = field(default_factory=dict)
     keys_before_reads: int | None = None
     command_line: str | None = None
+    password_via: str | None = None
     duration_s: float = 0.0
+    profile: dict | None = None
 
 
 def new_password() -> str:
@@ -82,7 +86,7 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
         state.started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     tool = ctx.tool_paths[cell.tool]
     password = new_password()
-    work_root = Path(tempfile.mkdtemp(prefix="vkbench-", dir=ctx.work_dir))
+    work_root = make_workdir("vkbench-", ctx.work_dir)     # owner.json first: see runner/workdirs.py
     spec = DeploymentSpec(
         topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
         settings=ServerSettings(io_threads=cell.io_threads, extra_args=tuple(cell.extra_server_args)),
@@ -104,6 +108,11 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
                 _one_repetition(state, deployment, tool, ctx, raw_dir, index, password)
                 if progress:
                     progress("repetition-done", cell, index)
+            if ctx.profile and state.profile is None and len(state.repetitions) + len(state.failures) >= cell.repetitions:
+                from .profiling import profile_repetition
+
+                state.profile = profile_repetition(cell, deployment, tool, raw_dir=raw_dir, password=password,
+                                                   timeout=ctx.repetition_timeout, scrub=lambda t: _scrub(t, password))
     finally:
         state.duration_s += time.monotonic() - t_cell
         _keep_server_logs(work_root, raw_dir)
@@ -124,13 +133,17 @@ def _keep_server_logs(work_root: Path, raw_dir: Path) -> None:
 
 def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, raw_dir: Path) -> None:
     cell = state.cell
-    if cell.preload and cell.keyspace and preloading.needs_preload(cell.tests):
-        preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size)
+    if cell.workload and cell.workload.acl_user:
+        preloading.create_acl_user(deployment, cell.workload.acl_user)
+    reads = preloading.cell_reads(cell)
+    if cell.preload and cell.keyspace and reads:
+        preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell))
         preloading.wait_replicas_synced(deployment)
-    if preloading.needs_preload(cell.tests):
+    if reads:
         state.keys_before_reads = preloading.total_keys(deployment)
     if cell.warmup:
-        commands = [build_command(cell, t, deployment.spec.password, str(tool.path), requests=cell.warmup)
+        commands = [build_command(cell, t, deployment.spec.password, str(tool.path), requests=cell.warmup,
+                                  tool_env=getattr(tool, "env", None))
                     for t in targets(cell, deployment)]
         for c in commands:
             c.env.update(getattr(tool, "env", {}) or {})
@@ -140,35 +153,45 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
 
 def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunContext, raw_dir: Path,
                     index: int, password: str) -> None:
-    from ..parsers import parse_output
+    from ..parsers.dispatch import parse_tool_run
 
     cell = state.cell
-    json_dir = Path(tempfile.mkdtemp(prefix="vkbench-json-"))
+    json_dir = make_workdir("vkbench-json-", ctx.work_dir)
     commands = []
     for n, target in enumerate(targets(cell, deployment)):
         json_out = str(json_dir / f"memtier-{n}.json") if cell.tool == "memtier_benchmark" else None
-        cmd = build_command(cell, target, password, str(tool.path), json_out=json_out)
+        cmd = build_command(cell, target, password, str(tool.path), json_out=json_out, tool_env=getattr(tool, "env", None))
         cmd.env.update(getattr(tool, "env", {}) or {})
         commands.append(cmd)
     state.command_line = commands[0].display()
+    state.password_via = commands[0].password_via
+    server_window = server_stats.begin(deployment)
     before = CpuSnapshot.take(deployment.server_pids)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
-    elapsed = max(r.elapsed_s for r in runs)
+    wall = max(r.elapsed_s for r in runs)
     after = CpuSnapshot.take(deployment.server_pids)
+    server = server_stats.end(server_window, wall)   # the window spans the tool processes
     raw_name = f"rep-{index + 1}.txt"
     raw_text = _scrub("\n".join(r.output for r in runs), password)
     (raw_dir / raw_name).write_text(raw_text)
+    durations: list[float | None] = []
     try:
         per_target = []
         for n, (cmd, run) in enumerate(zip(commands, runs)):
+            source = f"{raw_dir.name}/{raw_name}"
+            json_text = _keep_json(cmd, raw_dir, f"rep-{index + 1}.memtier-{n}.json", password)
             if run.timed_out:
                 raise BenchmarkFailedError(f"{cell.tool} did not finish within {ctx.repetition_timeout:.0f} s",
                                            hint="lower requests or raise --timeout")
-            text = Path(cmd.json_out).read_text() if cmd.json_out and Path(cmd.json_out).exists() else run.output
-            records = parse_output(_scrub(text, password), tool=cell.tool, source=f"{raw_dir.name}/{raw_name}")
+            output = _scrub(run.output, password)
+            records = parse_tool_run(output, tool=cell.tool, json_text=json_text, source=source)
+            if run.aborted:
+                raise BenchmarkFailedError(f"{cell.tool} was stopped on: {_scrub(run.aborted, password)}",
+                                           hint=f"see {raw_dir / raw_name}")
             if run.exit_code != 0:
                 raise BenchmarkFailedError(f"{cell.tool} exited with {run.exit_code}", hint=f"see {raw_dir / raw_name}")
+            durations.append(tool_duration(cell, records, json_text, source))
             per_target.append(records)
         records, warnings = merge_target_records(per_target)
     except (ParseError, BenchmarkFailedError) as exc:
@@ -176,11 +199,22 @@ def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunCont
         return
     finally:
         shutil.rmtree(json_dir, ignore_errors=True)
+    # The tool's own measured time, not the process's: memtier lingers up to a second after its
+    # run, which made a 0.68 s repetition look like 2 s (too-short never fired, client CPU looked
+    # 3x lower). Wall time stays in the record for reference.
+    measured = [d for d in durations if d]
+    elapsed = max(measured) if len(measured) == len(durations) else wall
+    if len(measured) != len(durations):
+        warnings = sorted(set(warnings) | {"the tool did not report its own duration: elapsed_s is the process's wall time"})
+    plan_note = _request_note(cell)
+    if plan_note:
+        warnings = sorted(set(warnings) | {plan_note})
     client_cores = sum(r.cpu_seconds for r in runs) / elapsed if elapsed else None
     state.repetitions.append({
         "index": index,
         "started": started,
         "elapsed_s": round(elapsed, 4),
+        "wall_s": round(wall, 4),
         "records": [r.to_dict() for r in records],
         "cpu": {
             "client_cores": round(client_cores, 3) if client_cores is not None else None,
@@ -192,7 +226,44 @@ def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunCont
         "raw_output": f"{raw_dir.name}/{raw_name}",
         "exit_code": max(r.exit_code for r in runs),
         "warnings": warnings,
+        "server": server,
     })
+
+
+def tool_duration(cell: Cell, records, json_text: str | None, source: str) -> float | None:
+    """How long the tool itself says it measured: memtier's ``Runtime.Total duration``; for
+    valkey-/redis-benchmark the sum over tests of requests / rps (each test's rps is its
+    requests divided by its own timer, so this inverts exactly what the tool computed)."""
+    if cell.tool == "memtier_benchmark":
+        if json_text is None:
+            return None
+        from ..parsers.memtier_json import memtier_duration_s
+
+        try:
+            return memtier_duration_s(json_text, source=source)
+        except ParseError:
+            return None
+    if not cell.requests:
+        return None
+    return sum(cell.requests / r.rps for r in records if r.rps > 0) or None
+
+
+def _keep_json(cmd, raw_dir: Path, name: str, password: str) -> str | None:
+    """memtier's --json-out-file, password scrubbed, kept beside the raw output (history and
+    `vkbench parse` can re-read it); returns its text, or None when memtier wrote none."""
+    if not cmd.json_out or not Path(cmd.json_out).is_file():
+        return None
+    text = _scrub(Path(cmd.json_out).read_text(errors="replace"), password)
+    (raw_dir / name).write_text(text)
+    return text
+
+
+def _request_note(cell: Cell) -> str | None:
+    if cell.tool != "memtier_benchmark" or cell.duration or not cell.requests:
+        return None
+    from .tools import memtier_request_plan
+
+    return memtier_request_plan(cell, cell.requests)[2]
 
 
 def build_result(state: CellState, ctx: RunContext) -> dict:
@@ -210,6 +281,8 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
         throttled=ctx.environment.get("throttled"), failed_repetitions=len(state.failures),
     )
     tool = ctx.tool_paths[cell.tool]
+    build = dict(info.get("build") or {}) or None
+    code = build.pop("code", None) if build else None     # the source a build came from: its own field
     return {
         "schema_version": RESULT_SCHEMA_VERSION,
         "kind": "vkbench.result",
@@ -230,11 +303,13 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
             "engine": cell.engine,
             "version": cell.version,
             "server_version": info.get("server_version"),
-            "commit": info.get("server_commit"),
-            "build": info.get("build") or None,
+            "commit": (code or {}).get("commit") or info.get("server_commit"),
+            "build": build,
+            **({"code": code} if code else {}),
         },
         "tool": {
             "name": cell.tool,
+            "password_via": state.password_via,
             "version": getattr(tool, "version", None),
             "build": {"source": getattr(tool, "source", "path"), "id": getattr(tool, "build_id", None),
                       "detail": str(getattr(tool, "path", ""))},
@@ -243,7 +318,9 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
         "repetitions": state.repetitions,
         "summary": summarize_repetitions(state.repetitions),
         "environment": ctx.environment,
+        **({"server_environment": info["server_environment"]} if info.get("server_environment") else {}),
         "validity": validity,
+        **({"profile": state.profile} if state.profile is not None else {}),
     }
 
 
@@ -267,6 +344,7 @@ def _deployment_info(deployment: Deployment) -> dict:
         "server_commit": deployment.server_commit,
         "build": deployment.build,
         "startup_s": deployment.startup_s,
+        "server_environment": deployment.server_environment,
     }
 
 

@@ -20,6 +20,26 @@ def needs_preload(tests: list[str]) -> bool:
     return any(t in READ_TESTS for t in tests)
 
 
+def cell_reads(cell) -> bool:
+    """Whether the cell reads keys (so GET must find what a preload wrote)."""
+    if cell.tool != "memtier_benchmark":
+        return needs_preload(cell.tests)
+    workload = cell.workload
+    if workload and workload.commands:
+        return any(c.command.split()[0].lower() in READ_TESTS | {"hget", "exists", "strlen", "getrange"}
+                   for c in workload.commands)
+    return cell.memtier_ratio()[1] > 0 or bool(workload and workload.multi_key_get)
+
+
+def key_names(cell):
+    """The keys the cell's tool reads: valkey-benchmark ``key:%012d`` (-r), memtier ``{prefix}{n}``."""
+    if cell.tool == "memtier_benchmark":
+        from .tools import memtier_keys
+
+        return memtier_keys(cell).names()
+    return (f"key:{i:012d}" for i in range(cell.keyspace))
+
+
 def client_for(deployment: Deployment, *, timeout: float = 10.0):
     primary = deployment.primaries[0]
     if deployment.spec.topology.is_cluster:
@@ -30,19 +50,27 @@ def client_for(deployment: Deployment, *, timeout: float = 10.0):
     return valkey.Valkey(host=primary.host, port=primary.port, password=deployment.spec.password, socket_timeout=timeout)
 
 
-def preload_keyspace(deployment: Deployment, keyspace: int, data_size: int) -> int:
-    """SET every key of the keyspace with a ``data_size``-byte value; return the keys written."""
+def preload_keyspace(deployment: Deployment, keyspace: int, data_size: int, names=None) -> int:
+    """SET every key of the keyspace with a ``data_size``-byte value; return the keys written.
+
+    ``names``: the key names (default valkey-benchmark's ``key:%012d`` for ``-r keyspace``)."""
     value = b"x" * data_size
+    names = iter(names if names is not None else (f"key:{i:012d}" for i in range(keyspace)))
     client = client_for(deployment)
+    written = 0
     try:
-        for start in range(0, keyspace, BATCH):
+        while True:
+            batch = [name for _, name in zip(range(BATCH), names)]
+            if not batch:
+                break
             pipe = client.pipeline(transaction=False)
-            for i in range(start, min(start + BATCH, keyspace)):
-                pipe.set(f"key:{i:012d}", value)
+            for name in batch:
+                pipe.set(name, value)
             pipe.execute()
+            written += len(batch)
     finally:
         client.close()
-    return keyspace
+    return written
 
 
 def total_keys(deployment: Deployment) -> int:
@@ -64,3 +92,14 @@ def wait_replicas_synced(deployment: Deployment, timeout: float = 30.0) -> None:
     from ..topology.readiness import wait_ready
 
     wait_ready(deployment.endpoints, deployment.spec.password, deployment.spec.topology, timeout=timeout)
+
+
+def create_acl_user(deployment: Deployment, user: str) -> None:
+    """An ACL user with the deployment's password and every right, on every server (ACL users
+    are per node, never replicated): the tool then logs in as that user instead of default."""
+    for endpoint in deployment.endpoints:
+        conn = valkey.Valkey(host=endpoint.host, port=endpoint.port, password=deployment.spec.password, socket_timeout=10)
+        try:
+            conn.execute_command("ACL", "SETUSER", user, "reset", "on", f">{deployment.spec.password}", "~*", "&*", "+@all")
+        finally:
+            conn.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -20,6 +21,36 @@ class ToolRun:
     elapsed_s: float
     cpu_seconds: float          # user + system of the tool and all its threads (wait4 rusage)
     timed_out: bool = False
+    aborted: str | None = None  # the output line that made the watchdog stop the tool early
+
+
+#: How often the watchdog reads new output of a running tool (it sleeps in between).
+WATCH_INTERVAL_S = 0.25
+
+
+def _watch(proc: subprocess.Popen, sink, pattern: re.Pattern[str], found: list[str], done: threading.Event) -> None:
+    """Stop the tool as soon as its output shows a failure it would otherwise sit out until the
+    timeout (memtier keeps running after ``authentication failed``). Reads with pread, so the
+    sink's offset is untouched."""
+    offset, tail = 0, b""
+    while not done.wait(WATCH_INTERVAL_S):
+        try:
+            chunk = os.pread(sink.fileno(), 1 << 20, offset)
+        except (OSError, ValueError):
+            return
+        if not chunk:
+            continue
+        offset += len(chunk)
+        text = (tail + chunk).decode("utf-8", errors="replace").replace("\r", "\n")
+        match = pattern.search(text)
+        if match:
+            found.append(match.group(0).strip())
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            return
+        tail = chunk[-4096:]  # a line split across two reads still matches
 
 
 def run_tools(commands: list[ToolCommand], *, cpus: str | None, timeout: float) -> list[ToolRun]:
@@ -35,11 +66,18 @@ def run_tools(commands: list[ToolCommand], *, cpus: str | None, timeout: float) 
         env = {**os.environ, **cmd.env}
         proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
-        started.append((proc, sink, time.monotonic()))
+        watch = None
+        if cmd.fatal is not None:
+            found: list[str] = []
+            done = threading.Event()
+            thread = threading.Thread(target=_watch, args=(proc, sink, cmd.fatal, found, done), daemon=True)
+            thread.start()
+            watch = (found, done, thread)
+        started.append((proc, sink, time.monotonic(), watch))
     deadline = time.monotonic() + timeout
     results: list[ToolRun] = []
     try:
-        for proc, sink, t0 in started:
+        for proc, sink, t0, watch in started:
             # Block in wait4 (no polling: the measuring process stays idle); a timer kills
             # the tool's process group if it overruns.
             remaining = max(0.0, deadline - time.monotonic())
@@ -60,13 +98,21 @@ def run_tools(commands: list[ToolCommand], *, cpus: str | None, timeout: float) 
             finally:
                 timer.cancel()
             elapsed = time.monotonic() - t0
+            aborted = None
+            if watch is not None:
+                watch[1].set()
+                watch[2].join()
+                aborted = watch[0][0] if watch[0] else None
             proc.returncode = os.waitstatus_to_exitcode(status)
             sink.seek(0)
             text = sink.read().decode("utf-8", errors="replace")
             sink.close()
-            results.append(ToolRun(text, proc.returncode, elapsed, usage.ru_utime + usage.ru_stime, timed_out.is_set()))
+            results.append(ToolRun(text, proc.returncode, elapsed, usage.ru_utime + usage.ru_stime, timed_out.is_set(),
+                                   aborted))
     except BaseException:
-        for proc, sink, _ in started:
+        for proc, sink, _, watch in started:
+            if watch is not None:
+                watch[1].set()
             if proc.returncode is None:
                 try:
                     os.killpg(proc.pid, signal.SIGKILL)

@@ -10,6 +10,7 @@ from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError,
 from ..matrix.model import Cell
 from ..results.io import write_result
 from ..topology.backend import get_backend
+from .workdirs import cleanup_stale_workdirs
 from .execute import CellState, ProgressFn, RunContext, build_result, new_run_id, run_repetitions
 
 
@@ -25,6 +26,7 @@ class RunOptions:
     timeout: float = 600.0
     state_dir: Path | None = None
     server_host: str | None = None
+    profile: bool = False
 
 
 @dataclass
@@ -81,7 +83,7 @@ def _state_dir(options: RunOptions) -> Path:
 
 def cleanup(options: RunOptions) -> list[str]:
     backend = get_backend(options.backend)
-    return backend.cleanup_stale(_state_dir(options))
+    return backend.cleanup_stale(_state_dir(options)) + cleanup_stale_workdirs()
 
 
 def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | None = None) -> RunReport:
@@ -92,7 +94,7 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     if hasattr(backend, "state_dir"):
         backend.state_dir = state_dir
     report = RunReport(run_id=options.run_id or new_run_id(), out_dir=options.out_dir)
-    report.cleaned = backend.cleanup_stale(state_dir)
+    report.cleaned = backend.cleanup_stale(state_dir) + cleanup_stale_workdirs()
 
     # Fail before starting anything when a binary is missing: exit code 3, with the fetch hint.
     tools = {name: resolve_tool(name) for name in sorted({c.tool for c in cells})}
@@ -105,7 +107,7 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
         backend=backend, out_dir=options.out_dir, run_id=report.run_id, trigger=options.trigger,
         machine_class=options.machine_class, workflow_run_url=options.workflow_run_url,
         environment=fingerprint(probe_container_runtime=options.backend == "compose"),
-        tool_paths=tools, repetition_timeout=options.timeout,
+        tool_paths=tools, repetition_timeout=options.timeout, profile=options.profile,
     )
     states = [CellState(cell) for cell in cells]
     errors: dict[str, VkbenchError] = {}

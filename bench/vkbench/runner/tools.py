@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import re
 import shlex
+import subprocess
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import UsageError
 from ..matrix.model import Cell
@@ -16,11 +20,41 @@ class ToolCommand:
     env: dict[str, str] = field(default_factory=dict)
     secret: str | None = None           # redacted from every display of argv
     json_out: str | None = None         # memtier --json-out-file path, when used
+    fatal: re.Pattern[str] | None = None  # output that means "stop now": the run can only fail
 
     def display(self) -> str:
         """The command line with the password replaced: safe for logs and result files."""
         shown = [("***" if self.secret and a == self.secret else a) for a in self.argv]
         return shlex.join(shown)
+
+    @property
+    def password_via(self) -> str | None:
+        """How the tool gets the password: ``env`` (not visible in ps), ``argv`` (visible in ps
+        for the tool's lifetime: the tool has no other way), or None (no password)."""
+        if not self.secret:
+            return None
+        if any(self.secret in a for a in self.argv):
+            return "argv"
+        return "env" if self.secret in self.env.values() else None
+
+
+#: The variables valkey-cli/redis-cli read the password from (VALKEYCLI_AUTH since valkey 9.0).
+AUTH_ENV_VARS = ("VALKEYCLI_AUTH", "REDISCLI_AUTH")
+
+
+@lru_cache(maxsize=None)
+def _reads_auth_env(tool_path: str, library_path: str) -> bool:
+    """Does this benchmark build read the password from REDISCLI_AUTH/VALKEYCLI_AUTH? Its
+    --help says so when it does. valkey-benchmark 8.0.1 and redis-benchmark 7.0.15 do not
+    (measured: with only the variable set they get NOAUTH), so they still need ``-a``."""
+    env = dict(os.environ, LD_LIBRARY_PATH=library_path) if library_path else None
+    try:
+        proc = subprocess.run([tool_path, "--help"], capture_output=True, text=True, timeout=10, env=env,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    text = proc.stdout + proc.stderr
+    return any(var in text for var in AUTH_ENV_VARS)
 
 
 def targets(cell: Cell, deployment: Deployment) -> list[Endpoint]:
@@ -42,6 +76,7 @@ def build_command(
     tests: list[str] | None = None,
     json_out: str | None = None,
     host: str | None = None,
+    tool_env: dict[str, str] | None = None,
 ) -> ToolCommand:
     """One invocation of the tool. ``requests``/``tests`` override the cell's (warm-up, preload)."""
     tests = tests or cell.tests
@@ -49,8 +84,12 @@ def build_command(
     host = host or target.host
     cluster = cell.topology.startswith("cluster")
     if cell.tool in ("valkey-benchmark", "redis-benchmark"):
-        # No option reads the password from a file or the environment: -a is the only way.
-        argv = [tool_path, "-h", host, "-p", str(target.port), "-a", password,
+        # The password goes through the environment when this build reads it from there;
+        # otherwise -a is the only way (no file option), and the result says so
+        # (tool.password_via: argv).
+        via_env = bool(password) and _reads_auth_env(tool_path, (tool_env or {}).get("LD_LIBRARY_PATH", ""))
+        auth = [] if via_env or not password else ["-a", password]
+        argv = [tool_path, "-h", host, "-p", str(target.port), *auth,
                 "-t", ",".join(tests), "-c", str(cell.clients), "-P", str(cell.pipeline),
                 "-d", str(cell.data_size), "--csv"]
         if requests is None:
@@ -62,32 +101,133 @@ def build_command(
             argv += ["--threads", str(cell.client_threads)]
         if cluster:
             argv.append("--cluster")
-        return ToolCommand(argv, secret=password)
+        workload = cell.workload
+        if workload and workload.protocol == "resp3":
+            argv.append("-3")
+        if workload and workload.acl_user:
+            argv[1:1] = ["--user", workload.acl_user]
+        if workload and workload.tls:
+            argv.append("--tls")
+        argv += list(cell.tool_args)
+        env = {var: password for var in AUTH_ENV_VARS} if via_env else {}
+        return ToolCommand(argv, env=env, secret=password)
     if cell.tool == "memtier_benchmark":
         return _memtier(cell, target, password, tool_path, tests, requests, json_out, host, cluster)
     raise UsageError(f"unsupported tool {cell.tool}")
 
 
+#: memtier's percentile columns: every level the record keeps (p90 and p99.99 included).
+MEMTIER_PERCENTILES = "50,90,95,99,99.9,99.99"
+#: memtier's default key prefix; vkbench's preload writes exactly memtier's key names.
+MEMTIER_KEY_PREFIX = "memtier-"
+
+
+@dataclass(frozen=True)
+class MemtierKeys:
+    """The key space a memtier cell reads and writes: ``{prefix}{n}`` for n in minimum..maximum."""
+
+    prefix: str
+    minimum: int
+    maximum: int
+
+    def names(self):
+        return (f"{self.prefix}{n}" for n in range(self.minimum, self.maximum + 1))
+
+    @property
+    def count(self) -> int:
+        return self.maximum - self.minimum + 1
+
+
+def memtier_keys(cell: Cell) -> MemtierKeys:
+    workload = cell.workload
+    prefix = workload.key_prefix if workload and workload.key_prefix is not None else MEMTIER_KEY_PREFIX
+    minimum = workload.key_minimum if workload and workload.key_minimum else 1
+    return MemtierKeys(prefix, minimum, minimum + (cell.keyspace or 1) - 1)
+
+
+def memtier_request_plan(cell: Cell, requests: int | None) -> tuple[int, int, str | None]:
+    """(connections, requests per connection, note): ``requests`` is per command, as valkey-benchmark's
+    ``-n`` per test, so a SET+GET cell does N SETs and N GETs with either tool."""
+    threads = cell.client_threads or 1
+    connections = threads * (cell.clients // threads)
+    workload = cell.workload
+    if workload and workload.commands:
+        commands = len(workload.commands)
+    else:
+        commands = sum(1 for part in cell.memtier_ratio() if part)
+    total = (requests or 0) * commands
+    per_connection = max(1, -(-total // connections))
+    note = None
+    if per_connection * connections != total:
+        note = (f"memtier counts requests per connection: {per_connection} x {connections} connections = "
+                f"{per_connection * connections} requests instead of {total}")
+    if workload and (workload.ratio not in (None, "1:1", "1:0", "0:1") or workload.commands):
+        mix = workload.ratio or "command ratios"
+        note = ((note + "; ") if note else "") + (
+            f"memtier interleaves commands by {mix}: {total} requests in total over {commands} commands, "
+            "so per-command counts differ from valkey-benchmark's N per test")
+    return connections, per_connection, note
+
+
 def _memtier(cell, target, password, tool_path, tests, requests, json_out, host, cluster) -> ToolCommand:
     threads = cell.client_threads or 1
-    per_thread_clients = max(1, cell.clients // threads)
-    sets = 1 if "set" in tests else 0
-    gets = 1 if "get" in tests else 0
-    if not (sets or gets):
-        raise UsageError("memtier_benchmark cells support tests set and get", hint="use tests: [set, get], [set] or [get]")
-    argv = [tool_path, "-s", host, "-p", str(target.port), "-a", password, "--protocol=redis",
-            f"--ratio={sets}:{gets}", "-t", str(threads), "-c", str(per_thread_clients),
-            f"--pipeline={cell.pipeline}", "-d", str(cell.data_size), "--hide-histogram",
-            "--print-percentiles=50,95,99,99.9"]
-    if cell.keyspace:
-        argv += ["--key-pattern=R:R", f"--key-maximum={cell.keyspace}"]
+    per_thread_clients = cell.clients // threads
+    workload = cell.workload
+    keys = memtier_keys(cell)
+    secret = password
+    credentials = password
+    if workload and workload.acl_user:
+        credentials = secret = f"{workload.acl_user}:{password}"
+    protocol = workload.protocol if workload and workload.protocol else "redis"
+    argv = [tool_path, "-s", host, "-p", str(target.port), "-a", credentials, f"--protocol={protocol}",
+            "-t", str(threads), "-c", str(per_thread_clients), f"--pipeline={cell.pipeline}",
+            "--hide-histogram", f"--print-percentiles={MEMTIER_PERCENTILES}",
+            f"--key-prefix={keys.prefix}", f"--key-minimum={keys.minimum}", f"--key-maximum={keys.maximum}"]
+    if workload and workload.commands:
+        for command in workload.commands:
+            argv += [f"--command={command.command}", f"--command-ratio={command.ratio}",
+                     f"--command-key-pattern={command.key_pattern}"]
+    else:
+        sets, gets = cell.memtier_ratio()
+        if not (sets or gets):
+            raise UsageError("memtier_benchmark cells need set and/or get", hint="use tests: [set, get], [set] or [get]")
+        argv.append(f"--ratio={sets}:{gets}")
+    argv.append(f"--key-pattern={workload.key_pattern if workload and workload.key_pattern else 'R:R'}")
+    if workload and workload.data_size_range:
+        argv.append(f"--data-size-range={workload.data_size_range}")
+        if workload.data_size_pattern:
+            argv.append(f"--data-size-pattern={workload.data_size_pattern}")
+    elif workload and workload.data_size_list:
+        argv.append(f"--data-size-list={workload.data_size_list}")
+    else:
+        argv += ["-d", str(cell.data_size)]
+    if workload and workload.multi_key_get:
+        argv.append(f"--multi-key-get={workload.multi_key_get}")
+    if workload and workload.rate_limit:
+        argv.append(f"--rate-limiting={workload.rate_limit}")
+    if workload and workload.run_count:
+        argv.append(f"--run-count={workload.run_count}")
+    if workload and workload.tls:
+        argv.append("--tls")
     if cell.duration:
         argv += [f"--test-time={cell.duration}"]
     elif requests:
-        # memtier's -n counts requests per client connection.
-        argv += ["-n", str(max(1, requests // (threads * per_thread_clients)))]
+        argv += ["-n", str(memtier_request_plan(cell, requests)[1])]
     if cluster:
         argv.append("--cluster-mode")
     if json_out:
         argv += [f"--json-out-file={json_out}"]
-    return ToolCommand(argv, secret=password, json_out=json_out)
+    argv += list(cell.tool_args)
+    return ToolCommand(argv, secret=secret, json_out=json_out, fatal=MEMTIER_FATAL)
+
+
+#: memtier output after which the run cannot succeed. memtier does not exit on these: after a
+#: failed AUTH it waits forever; on an error reply it carries on sending (and counts it as a
+#: request); on a refused connection it restarts threads. Stopping at once turns a 600 s
+#: timeout into a failure within a second, with the reason.
+MEMTIER_FATAL = re.compile(
+    r"error: authentication failed[^\n]*"
+    r"|handle error response: -[^\n]*"
+    r"|Connection error: [^\n]*"
+    r"|NOAUTH[^\n]*|WRONGPASS[^\n]*"
+)

@@ -22,6 +22,8 @@ MIN_REPETITION_SECONDS = 1.0
 MIN_THREADED_REPETITION_SECONDS = 5.0
 #: Run-to-run coefficient of variation of rps above which a cell is flagged.
 MAX_CV = 0.10
+#: GETs that must find their key when the tool counts hits (memtier): below, reads measured misses.
+MIN_HIT_RATIO = 0.99
 #: GET over fewer keys than this mostly measures one hot cache line.
 MIN_READ_KEYSPACE = 1000
 
@@ -105,6 +107,12 @@ def check(
                                f"a keyspace of {cell.keyspace} keys is tiny: reads stay in the CPU cache",
                                f"set keyspace to {MIN_READ_KEYSPACE} or more"))
 
+    hit_ratio = _get_hit_ratio(repetitions)
+    if hit_ratio is not None and hit_ratio < MIN_HIT_RATIO and not any(f["code"] == "empty-keyspace" for f in flags):
+        flags.append(_flag("empty-keyspace", "invalid",
+                           f"only {hit_ratio:.1%} of GETs found their key (the tool's own hits/misses): GET measured misses",
+                           "read the keys the preload wrote (keep preload on; a custom key_prefix/key range must match)"))
+
     if server_cpus is not None and cell.io_threads > server_cpus:
         flags.append(_flag("io-threads-oversubscribed", "warning",
                            f"io-threads {cell.io_threads} on {server_cpus} server CPU(s): threads compete for cores "
@@ -117,6 +125,17 @@ def check(
                            "improve cooling or power supply; reboot to clear the flag"))
 
     return {"valid": not any(f["severity"] == "invalid" for f in flags), "flags": flags}
+
+
+def _get_hit_ratio(repetitions: list[dict]) -> float | None:
+    """Hits / (hits + misses) of GET over all repetitions, where the tool counts them (memtier)."""
+    hits = misses = 0.0
+    for rep in repetitions:
+        for rec in rep.get("records", []):
+            if rec.get("command") == "GET" and rec.get("hits_per_s") is not None and rec.get("misses_per_s") is not None:
+                hits += rec["hits_per_s"]
+                misses += rec["misses_per_s"]
+    return hits / (hits + misses) if hits + misses > 0 else None
 
 
 def _cpuset_size(cpuset: str) -> int:

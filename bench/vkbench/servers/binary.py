@@ -26,6 +26,8 @@ class Binary:
     build_id: str              # "sha256:<hex of the binary>" — what was really run
     env: dict[str, str] = field(default_factory=dict)  # extra env, e.g. LD_LIBRARY_PATH for Debian libs
     detail: str = ""           # human-readable origin: wheel name, Debian package version, git commit
+    code: dict | None = None   # source builds: {"url", "commit" (full SHA), "ref" (as asked), "commit_time"}
+    config: dict | None = None  # source builds: the build configuration (allocator, compiler, make vars, id)
 
     def run_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment to start this binary with: ``base`` (default os.environ) plus ``env``."""
@@ -37,9 +39,14 @@ class Binary:
                 merged[key] = value
         return merged
 
-    def as_build(self) -> dict[str, str]:
+    def as_build(self) -> dict:
         """The ``Deployment.build`` / result-file form."""
-        return {"source": self.source, "id": self.build_id, "detail": self.detail, "path": str(self.path)}
+        build: dict = {"source": self.source, "id": self.build_id, "detail": self.detail, "path": str(self.path)}
+        if self.code:
+            build["code"] = dict(self.code)
+        if self.config:
+            build["config"] = dict(self.config)
+        return build
 
 
 def sha256_file(path: Path) -> str:

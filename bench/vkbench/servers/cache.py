@@ -25,6 +25,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 META = "meta.json"
+OWNER = ".owner"
+
+
+def _sweep_orphans(tmp_root: Path) -> None:
+    """Remove staging directories whose process died without cleaning up (SIGKILL, power loss)."""
+    for path in tmp_root.iterdir():
+        try:
+            pid = int((path / OWNER).read_text())
+        except (OSError, ValueError):
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:
+            pass
 
 
 def cache_dir() -> Path:
@@ -77,7 +95,9 @@ def staging(root: Path | None = None) -> Iterator[Path]:
     """A scratch directory on the cache's file system (so the final rename is atomic)."""
     tmp_root = (root or cache_dir()) / ".tmp"
     tmp_root.mkdir(parents=True, exist_ok=True)
+    _sweep_orphans(tmp_root)
     path = Path(tempfile.mkdtemp(dir=tmp_root))
+    (path / OWNER).write_text(str(os.getpid()))
     try:
         yield path
     finally:

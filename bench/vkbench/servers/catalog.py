@@ -61,14 +61,13 @@ TOOLS: dict[str, tuple[str, str] | None] = {
     "valkey-cli": ("valkey", "8.0.1"),
     "redis-benchmark": ("redis", "7.0.15"),
     "redis-cli": ("redis", "7.0.15"),
-    "memtier_benchmark": None,    # in no registry reachable here: PATH or explicit path only
+    "memtier_benchmark": None,    # built from its source release (servers/memtier_build.py), or PATH
 }
 
 MEMTIER_HINT = (
-    "memtier_benchmark is not fetched by vkbench; install it on the runner (e.g. build "
-    "https://github.com/RedisLabs/memtier_benchmark: apt-get install build-essential autoconf automake "
-    "libpcre3-dev libevent-dev pkg-config zlib1g-dev libssl-dev; autoreconf -ivf && ./configure && make && "
-    "make install, or use a runner image that has it), then put it on PATH or set "
+    "run tools/setup/memtier.sh (build deps + `vkbench servers fetch --tool memtier_benchmark`, which builds "
+    "memtier_benchmark 2.3.0 from its source release into the cache; set VKBENCH_MEMTIER_SOURCE to a local "
+    "copy of the archive when GitHub is unreachable), or put memtier_benchmark on PATH, or set "
     "VKBENCH_TOOL_MEMTIER_BENCHMARK=/path/to/memtier_benchmark"
 )
 

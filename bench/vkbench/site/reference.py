@@ -7,6 +7,7 @@ The site shows where a figure comes from as plain text: the output holds no exte
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from ..errors import ResultFileError
@@ -16,11 +17,16 @@ from .compact import num
 _DIM_KEYS = ("io_threads", "topology", "pipeline", "clients", "client_threads", "data_size", "keyspace", "requests", "tool", "tests")
 
 
+def packaged_reference_dir() -> Path:
+    """The published figures shipped inside the package (a copy of results/reference/*.json)."""
+    return Path(str(resources.files("vkbench") / "reference"))
+
+
 def load_references(reference_dir: Path) -> list[dict]:
     """Every reference file in the directory, validated; a plain result file there is an error."""
     reference_dir = Path(reference_dir)
     if not reference_dir.is_dir():
-        raise ResultFileError(f"{reference_dir}: no such reference directory", hint="pass results/reference of the repository, or omit --reference")
+        raise ResultFileError(f"{reference_dir}: no such reference directory", hint="pass a directory of reference files (results/reference of the repository), or omit --reference for the packaged ones")
     found = []
     for path in sorted(reference_dir.glob("*.json")):
         data = load_result(path)

@@ -67,109 +67,200 @@ def _annotation_text(annotation: Any) -> str | None:
     return str(annotation)
 
 
-def _point_index(points_by_run: dict[str, int], ref: dict | None, fallback: Any, n: int) -> int | None:
-    """Where a detection entry points in this series: by run_id first (robust to re-sorting),
-    else the index detect recorded."""
-    if ref and ref.get("run_id") in points_by_run:
-        return points_by_run[ref["run_id"]]
-    if isinstance(fallback, int) and 0 <= fallback < n:
-        return fallback
-    return None
+#: The noise band's fallback (when detection has no CV for a metric): the median CV of the
+#: series' newest points. Newest, because the band is drawn for the current regime too, and a
+#: bounded tail lets an incremental build carry it forward without re-reading the history.
+NOISE_TAIL = 30
 
 
-def build_series(sid: str, points: list[dict], detect: dict, env_of) -> tuple[dict, dict]:
-    """The compact files of one series: (main file, latency file).
-    ``env_of(fingerprint_id)`` returns the environment dict of a fingerprint."""
-    n = len(points)
-    flagsets, commits, versions, fps = Dictionary(), Dictionary(), Dictionary(), Dictionary()
-    t, ok, fl, c, v, fp, urls = [], [], [], [], [], [], []
-    metrics_present = [m for m in METRICS if any(m in (p.get("metrics") or {}) for p in points)]
-    cols: dict[str, dict[str, list]] = {m: {"med": [], "lo": [], "hi": []} for m in metrics_present}
-    cvs: dict[str, list[float]] = {m: [] for m in metrics_present}
-    points_by_run: dict[str, int] = {}
-    for i, point in enumerate(points):
-        points_by_run.setdefault(point.get("run_id") or "", i)
-        t.append(epoch(point.get("timestamp")))
-        ok.append(1 if point.get("valid", True) else 0)
-        fl.append(flagsets.code(sorted(point.get("flags") or [])))
-        c.append(commits.code((point.get("commit") or "")[:COMMIT_DIGITS]))
-        v.append(versions.code(point.get("server_version") or point.get("version") or ""))
-        fp.append(fps.code(point.get("fingerprint_id") or ""))
-        urls.append(point.get("workflow_run_url") or "")
-        stats = point.get("metrics") or {}
-        for m in metrics_present:
-            s = stats.get(m) or {}
-            cols[m]["med"].append(num(s.get("median")))
-            cols[m]["lo"].append(num(s.get("ci_low"), BOUND_DIGITS))
-            cols[m]["hi"].append(num(s.get("ci_high"), BOUND_DIGITS))
-            if isinstance(s.get("cv"), (int, float)):
-                cvs[m].append(float(s["cv"]))
+def series_detect(detect: dict) -> dict[str, dict]:
+    """detect.json grouped by series: what :func:`assemble_series` needs of it, read once."""
+    out: dict[str, dict] = {}
 
-    # Noise band: detection's per-series CV when it ran, else the median CV of the points.
-    detect_noise = (detect.get("noise") or {}).get(sid) or {}
+    def of(sid: str) -> dict:
+        return out.setdefault(sid, {"cps": [], "incidents": []})
+
+    for cp in detect.get("change_points") or []:
+        of(cp.get("series_id")).get("cps").append(cp)
+    for incident in detect.get("incidents") or []:
+        if _annotation_text(incident.get("annotation")):
+            for sid in incident.get("series_ids") or []:
+                of(sid)["incidents"].append(incident)
+    return out
+
+
+class Columns:
+    """A series as per-point columns in (timestamp, run_id) order, before assembly.
+    :meth:`append` adds points; :meth:`from_files` recovers the columns of a built series file
+    (its values are already rounded, and rounding is idempotent, so re-assembling them gives
+    the same bytes)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.t: list[int | None] = []
+        self.ok: list[int] = []
+        self.fl: list[int] = []
+        self.c: list[int] = []
+        self.v: list[int] = []
+        self.fp: list[int] = []
+        self.urls: list[str] = []
+        self.flagsets, self.commits, self.versions, self.fps = Dictionary(), Dictionary(), Dictionary(), Dictionary()
+        self.cols: dict[str, dict[str, list]] = {}
+        self.cv_tail: dict[str, list] = {}
+        self.run_ids: dict[str, int] | None = {}  # run_id -> first index; None when unknown (from files)
+
+    def _ensure_metric(self, m: str) -> None:
+        if m not in self.cols:
+            self.cols[m] = {k: [None] * self.n for k in ("med", "lo", "hi")}
+            self.cv_tail.setdefault(m, [])
+
+    def append(self, points: list[dict]) -> None:
+        for m in METRICS:
+            if any(m in (p.get("metrics") or {}) for p in points):
+                self._ensure_metric(m)
+        present = [m for m in METRICS if m in self.cols]
+        for point in points:
+            if self.run_ids is not None:
+                self.run_ids.setdefault(point.get("run_id") or "", self.n)
+            self.n += 1
+            self.t.append(epoch(point.get("timestamp")))
+            self.ok.append(1 if point.get("valid", True) else 0)
+            self.fl.append(self.flagsets.code(sorted(point.get("flags") or [])))
+            self.c.append(self.commits.code((point.get("commit") or "")[:COMMIT_DIGITS]))
+            self.v.append(self.versions.code(point.get("server_version") or point.get("version") or ""))
+            self.fp.append(self.fps.code(point.get("fingerprint_id") or ""))
+            self.urls.append(point.get("workflow_run_url") or "")
+            stats = point.get("metrics") or {}
+            for m in present:
+                s = stats.get(m) or {}
+                col = self.cols[m]
+                col["med"].append(num(s.get("median")))
+                col["lo"].append(num(s.get("ci_low"), BOUND_DIGITS))
+                col["hi"].append(num(s.get("ci_high"), BOUND_DIGITS))
+                if isinstance(s.get("cv"), (int, float)) and not isinstance(s.get("cv"), bool):
+                    self.cv_tail[m].append(num(s["cv"]))
+        for m in present:
+            del self.cv_tail[m][:-NOISE_TAIL]
+
+    @classmethod
+    def from_files(cls, main: dict, latency: dict | None, cv_tail: dict[str, list]) -> "Columns":
+        self = cls()
+        self.run_ids = None
+        self.n = main["n"]
+        t, acc = [], main["t0"]
+        for d in main["dt"]:
+            acc += d
+            t.append(acc)
+        self.t = t
+        self.ok, self.fl, self.c, self.v, self.fp = main["ok"], main["fl"], main["c"], main["v"], main["fp"]
+        for dictionary, values in ((self.flagsets, main["flags"]), (self.commits, main["commits"]),
+                                   (self.versions, main["versions"]), (self.fps, [f["id"] for f in main["fps"]])):
+            for value in values:
+                dictionary.code(value)
+        prefix = main["run_prefix"]
+        self.urls = [prefix + u if u else "" for u in main["runs"]]
+        metrics = dict(main["m"])
+        metrics.update((latency or {}).get("m") or {})
+        self.cols = {m: metrics[m] for m in METRICS if m in metrics}
+        self.cv_tail = {m: list(cv_tail.get(m) or []) for m in self.cols}
+        return self
+
+
+def assemble_series(sid: str, cols: Columns, sdetect: dict, noise_of: dict, seg_of: list, env_of,
+                    reuse: tuple[list, list] | None = None) -> tuple[dict, dict, bool]:
+    """The compact files of one series from its columns: (main file, latency file, refs_ok).
+
+    ``sdetect``: this series' part of :func:`series_detect`; ``noise_of``/``seg_of``: detect.json's
+    noise and segments of the series; ``env_of(fingerprint_id)``: the environment of a
+    fingerprint. ``reuse``: the change points and notes of the previous build, when only points
+    were appended and every detection reference resolved by run id (their indexes stay put).
+    ``refs_ok`` says whether every detection reference resolved by run id."""
+    n = cols.n
+    present = [m for m in METRICS if m in cols.cols]
     noise = {}
-    for m in metrics_present:
-        cv = (detect_noise.get(m) or {}).get("cv")
-        if not isinstance(cv, (int, float)) and cvs[m]:
-            cv = statistics.median(cvs[m])
+    for m in present:
+        cv = (noise_of.get(m) or {}).get("cv")
+        if not isinstance(cv, (int, float)) and cols.cv_tail.get(m):
+            cv = statistics.median(cols.cv_tail[m])
         if isinstance(cv, (int, float)):
             noise[m] = num(cv)
 
-    change_points = []
-    for cp in detect.get("change_points") or []:
-        if cp.get("series_id") != sid:
-            continue
-        i = _point_index(points_by_run, cp, cp.get("index"), n)
-        if i is not None:
-            change_points.append({
-                "metric": cp.get("metric"), "i": i, "dir": cp.get("direction"),
-                "mag": num(cp.get("magnitude")), "incident": cp.get("incident_id"),
-            })
+    refs_ok = True
+    if reuse is not None:
+        change_points, notes = reuse
+    else:
+        runs = cols.run_ids or {}
 
-    notes = []
-    for incident in detect.get("incidents") or []:
-        text = _annotation_text(incident.get("annotation"))
-        if text and sid in (incident.get("series_ids") or []):
-            i = _point_index(points_by_run, incident.get("bad"), None, n)
+        def index_of(ref, fallback):
+            nonlocal refs_ok
+            if ref and ref.get("run_id") in runs:
+                return runs[ref["run_id"]]
+            refs_ok = False
+            return fallback if isinstance(fallback, int) and 0 <= fallback < n else None
+
+        change_points = []
+        for cp in sdetect.get("cps") or []:
+            i = index_of(cp, cp.get("index"))
             if i is not None:
-                notes.append({"i": i, "text": text, "incident": incident.get("id")})
+                change_points.append({
+                    "metric": cp.get("metric"), "i": i, "dir": cp.get("direction"),
+                    "mag": num(cp.get("magnitude")), "incident": cp.get("incident_id"),
+                })
+        notes = []
+        for incident in sdetect.get("incidents") or []:
+            i = index_of(incident.get("bad"), None)
+            if i is not None:
+                notes.append({"i": i, "text": _annotation_text(incident.get("annotation")), "incident": incident.get("id")})
 
-    seg_starts = [s.get("start_index") for s in (detect.get("segments") or {}).get(sid) or []]
+    seg_starts = [s.get("start_index") for s in seg_of or []]
     if not seg_starts:  # derive fingerprint segments when detect has not run
+        fp = cols.fp
         seg_starts = [i for i in range(n) if i == 0 or fp[i] != fp[i - 1]]
 
+    urls = cols.urls
     prefix = common_prefix(urls)
     prefix = prefix[: prefix.rfind("/") + 1]  # whole path segments: ".../runs/" not ".../runs/90"
-    t0 = next((x for x in t if x is not None), 0)
+    t0 = next((x for x in cols.t if x is not None), 0)
     dt, prev = [], t0
-    for x in t:  # missing timestamps repeat the previous one rather than break the axis
+    for x in cols.t:  # missing timestamps repeat the previous one rather than break the axis
         x = prev if x is None else x
         dt.append(x - prev)
         prev = x
+    cut = len(prefix)
     main = {
         "id": sid,
         "n": n,
         "t0": t0,
         "dt": dt,
-        "ok": ok,
-        "fl": fl,
-        "flags": flagsets.values,
-        "c": c,
-        "commits": commits.values,
-        "v": v,
-        "versions": versions.values,
-        "fp": fp,
-        "fps": [env_label(f, env_of(f) if f else None) for f in fps.values],
+        "ok": cols.ok,
+        "fl": cols.fl,
+        "flags": cols.flagsets.values,
+        "c": cols.c,
+        "commits": cols.commits.values,
+        "v": cols.v,
+        "versions": cols.versions.values,
+        "fp": cols.fp,
+        "fps": [env_label(f, env_of(f) if f else None) for f in cols.fps.values],
         "run_prefix": prefix,
-        "runs": [u[len(prefix):] for u in urls],
-        "m": {m: cols[m] for m in metrics_present if m in HEADLINE_METRICS},
-        "more": [m for m in metrics_present if m not in HEADLINE_METRICS],
+        "runs": [u[cut:] for u in urls],
+        "m": {m: cols.cols[m] for m in present if m in HEADLINE_METRICS},
+        "more": [m for m in present if m not in HEADLINE_METRICS],
         "noise": noise,
         "cp": change_points,
         "notes": notes,
         "seg": [s for s in seg_starts if isinstance(s, int)],
     }
-    latency = {"id": sid, "m": {m: cols[m] for m in main["more"]}}
+    latency = {"id": sid, "m": {m: cols.cols[m] for m in main["more"]}}
+    return main, latency, refs_ok
+
+
+def build_series(sid: str, points: list[dict], detect: dict, env_of) -> tuple[dict, dict]:
+    """The compact files of one series from all its points: (main file, latency file)."""
+    cols = Columns()
+    cols.append(points)
+    sdetect = series_detect(detect).get(sid) or {}
+    main, latency, _ = assemble_series(sid, cols, sdetect, (detect.get("noise") or {}).get(sid) or {},
+                                       (detect.get("segments") or {}).get(sid) or [], env_of)
     return main, latency
 
 

@@ -45,6 +45,8 @@ class Deployment:
     build: dict = field(default_factory=dict)  # {"source": ..., "id": sha256/digest, "detail": ...}
     startup_s: float | None = None          # start until ready
     log_files: list[Path] = field(default_factory=list)
+    # The server machine's fingerprint when it is not this one (a remote engine), else None.
+    server_environment: dict | None = None
 
     @property
     def primaries(self) -> list[Endpoint]:

@@ -20,13 +20,14 @@ here, so ``up --wait`` hangs): the backend polls the servers itself with readine
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
 import random
-import re
 import secrets
 import shlex
+import signal
 import socket
 import subprocess
 import time
@@ -37,6 +38,7 @@ from pathlib import Path
 from ..errors import ContainerEngineError, ServerStartError
 from . import procs
 from .backend import Backend, Deployment, DeploymentSpec, Endpoint
+from .cluster_setup import create_cluster
 from .compose_render import DEFAULT_BASE_PORT, render_stack
 
 log = logging.getLogger(__name__)
@@ -44,17 +46,25 @@ log = logging.getLogger(__name__)
 ENGINE_HINT = "run tools/setup/containers.sh and source tools/containers-env.sh, or set DOCKER_HOST"
 CONTAINER_DATA_DIR = "/data"
 ENGINE_CHECK_TIMEOUT_S = 30.0    # `docker version` over ssh:// takes a few seconds
-UP_TIMEOUT_S = 300.0             # includes pulling the image on a real engine
+PULL_TIMEOUT_S = 600.0           # a first pull of an image over a slow link
+# `compose up` of an image that is already there takes seconds. Under load podman 4.3 was seen
+# to stall in `up` (issue 9: a cluster stack hung 300 s), so each attempt is bounded and the
+# stack is torn down and started again, at most UP_ATTEMPTS times, before giving up clearly.
+UP_TIMEOUT_S = 90.0
+UP_ATTEMPTS = 3
 DOWN_TIMEOUT_S = 60.0
 STOP_GRACE_S = 5                 # `down --timeout`: SIGTERM, then SIGKILL after this
 LISTEN_TIMEOUT_S = 30.0
 START_ATTEMPTS = 3               # a port taken between the probe and the server's bind: new ports
 PORT_BLOCK_RANGE = (20000, 30000)  # as the native backend: below the ephemeral range; bus = +10000
-_RELEASE = re.compile(r"^\d+(\.\d+)*$")
 
 
 class _PortTaken(Exception):
     pass
+
+
+class EngineTimeout(ContainerEngineError):
+    """A docker/compose call that did not return in time (its process group was killed)."""
 
 
 def default_image(engine: str, version: str) -> str:
@@ -81,17 +91,29 @@ class Docker:
 
     def run(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
         try:
-            done = subprocess.run(
-                ["docker", *args], env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
-                text=True, timeout=timeout, start_new_session=True,
+            child = subprocess.Popen(
+                ["docker", *args], env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True, start_new_session=True,
             )
         except FileNotFoundError:
             raise ContainerEngineError("the docker CLI is not on PATH", hint=ENGINE_HINT) from None
+        try:
+            stdout, stderr = child.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise ContainerEngineError(
+            # The whole session: `docker compose` runs plugins and helpers of its own.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise EngineTimeout(
                 f"`docker {' '.join(args[:3])} ...` did not finish within {timeout:.0f} s",
                 hint="is the engine overloaded or hung? " + ENGINE_HINT,
             ) from None
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
+        done = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
         if check and done.returncode != 0:
             raise ContainerEngineError(
                 f"`docker {shlex.join(args)}` failed (exit {done.returncode}): {_tail(done.stderr or done.stdout)}",
@@ -135,6 +157,7 @@ class _Stack:
     spec: DeploymentSpec
     image: str
     base_port: int = 0
+    source: object | None = None      # the Binary of a source build the image was made from
     docker: Docker = field(init=False)
 
     def __post_init__(self) -> None:
@@ -183,11 +206,30 @@ class ComposeBackend(Backend):
         self.ready_timeout = ready_timeout
         self.state_dir = state_dir     # the runner sets it; the container labels are the record here
         self._engine_checked = False
+        self._server_env: dict | None = None
 
     # -- public --------------------------------------------------------------------------------
 
     def image_for(self, spec: DeploymentSpec) -> str:
-        return self.image or os.environ.get("VALKEY_IMAGE") or default_image(spec.engine, spec.version)
+        """``image`` if given; for a source version (unstable, a SHA, ``8.0.1@source``) the local
+        image of its cached build (built first when missing); else ``VALKEY_IMAGE`` or the official image."""
+        if self.image:
+            return self.image
+        source = self.source_binary(spec)
+        if source is not None:
+            from .source_image import ensure_image
+
+            return ensure_image(source, Docker())
+        return os.environ.get("VALKEY_IMAGE") or default_image(spec.engine, spec.version)
+
+    def source_binary(self, spec: DeploymentSpec):
+        """The source build of the cell's version, or None for a release (and for an explicit image)."""
+        from ..servers import resolve_server
+        from ..servers.resolve import is_source_version
+
+        if self.image or not is_source_version(spec.engine, spec.version):
+            return None
+        return resolve_server(spec.engine, spec.version)
 
     def cleanup_stale(self, state_dir: Path | None = None) -> list[str]:
         """Remove the projects whose owning vkbench process (on this host) is gone."""
@@ -237,6 +279,7 @@ class ComposeBackend(Backend):
     # -- start ---------------------------------------------------------------------------------
 
     def _new_stack(self, spec: DeploymentSpec) -> _Stack:
+        """The stack's file and environment; the image is pulled here if the engine lacks it."""
         run = f"{os.getpid()}-{secrets.token_hex(3)}"
         compose_dir = spec.run_dir / "compose"
         compose_dir.mkdir(parents=True, exist_ok=True)
@@ -247,6 +290,7 @@ class ComposeBackend(Backend):
             bind = self.server_host     # a remote engine: the loopback default would be unreachable
         host = self.server_host or ("127.0.0.1" if bind in ("0.0.0.0", "::") else bind.split()[0])
         image = self.image_for(spec)
+        source = self.source_binary(spec)
         env = dict(os.environ)
         env.update({
             "VALKEY_PASSWORD": spec.password,       # in the environment only, never in argv or files
@@ -260,7 +304,7 @@ class ComposeBackend(Backend):
             "VKBENCH_RUN": run,
             "VKBENCH_OWNER": _owner(),
         })
-        return _Stack(project=f"vkbench-{run}", file=file, env=env, spec=spec, image=image)
+        return _Stack(project=f"vkbench-{run}", file=file, env=env, spec=spec, image=image, source=source)
 
     def _start(self, stack: _Stack) -> Deployment:
         spec = stack.spec
@@ -270,7 +314,7 @@ class ComposeBackend(Backend):
             stack.base_port = self._pick_base_port(len(nodes), spec.topology.is_cluster, stack.env["BIND_ADDRESS"])
             stack.env["BASE_PORT"] = str(stack.base_port)
             _write_record(stack)
-            up = stack.compose("up", "-d", "--no-color", *[n.name for n in nodes], timeout=UP_TIMEOUT_S, check=False)
+            up = _up(stack, [n.name for n in nodes])
             if up.returncode != 0:
                 raise ContainerEngineError(
                     f"docker compose up failed for {spec.topology} with image {stack.image}: {_tail(up.stderr)}",
@@ -287,29 +331,37 @@ class ComposeBackend(Backend):
                 if attempt == START_ATTEMPTS or not engine_is_local():
                     raise ServerStartError(str(exc), hint="another program holds these ports; retry or pick another base port") from None
         if spec.topology.is_cluster:
-            init = stack.compose("up", "--no-deps", "--no-color", "--exit-code-from", "cluster-init", "cluster-init",
-                                 timeout=UP_TIMEOUT_S, check=False)
-            if init.returncode != 0:
-                raise ServerStartError(
-                    f"cluster-init failed (exit {init.returncode}):\n{_tail(init.stdout + init.stderr, 20)}",
-                    hint=f"see the lines above; the stack file is {stack.file}",
-                )
+            # Formed from here, not by the stack's one-shot cluster-init service: podman 4.3
+            # reports a finished one-shot as "stopped", never "exited", and
+            # `compose up --exit-code-from` then waits for it forever (issue 9's 300 s hang).
+            create_cluster(endpoints, spec.password, timeout=self.ready_timeout)
         from .readiness import server_identity, wait_ready
 
         wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
                    log_tail=lambda e: stack.log_tail(e.name))
         rows = stack.containers()
         _fill_pids(stack, endpoints, rows)
+        from .source_image import check_identity
+
         version, commit = server_identity(endpoints[0], spec.password)
-        if _RELEASE.match(spec.version) and version and not (version == spec.version or version.startswith(spec.version + ".")):
-            raise ServerStartError(
-                f"image {stack.image} runs {spec.engine} {version}, the cell asks for {spec.version}",
-                hint="set VALKEY_IMAGE (or ComposeBackend(image=...)) to an image of that version, or unset it",
-            )
+        code = getattr(stack.source, "code", None)
+        check_identity(spec.engine, spec.version, version, commit, code, f"image {stack.image}")
+        build = _image_build(stack)
+        if stack.source is not None:
+            build.update({k: v for k, v in stack.source.as_build().items() if k in ("code", "config")})
         return Deployment(
             spec=spec, endpoints=endpoints, server_version=version, server_commit=commit,
-            build=_image_build(stack), log_files=[spec.run_dir / e.name / "server.log" for e in endpoints],
+            build=build, log_files=[spec.run_dir / e.name / "server.log" for e in endpoints],
+            server_environment=None if engine_is_local() else self._server_environment(stack, rows[endpoints[0].name]["id"]),
         )
+
+    def _server_environment(self, stack: _Stack, container_id: str) -> dict:
+        """The server machine's fingerprint, read through the engine: ``docker info`` for the
+        machine, and a server container's view of /proc and /sys for what info lacks (CPU model,
+        THP, governor, board). Read once per backend: the engine's machine does not change."""
+        if self._server_env is None:
+            self._server_env = server_fingerprint(stack.docker, container_id)
+        return self._server_env
 
     def _pick_base_port(self, count: int, cluster: bool, bind: str) -> int:
         """A free block ``base..base+count-1`` (and its bus ports) on a local engine."""
@@ -324,6 +376,37 @@ class ComposeBackend(Backend):
             if not procs.ports_in_use(ports, cluster=cluster, host=probe):
                 return base
         raise ServerStartError(f"no block of {count} free ports in {PORT_BLOCK_RANGE}", hint="free some ports; retry")
+
+
+def _ensure_image(docker: Docker, image: str) -> None:
+    """Pull the image once, with its own (long) bound, so `up` never pulls under UP_TIMEOUT_S."""
+    if docker.run("image", "inspect", "--format", "{{.Id}}", image, timeout=60, check=False).returncode == 0:
+        return
+    pulled = docker.run("pull", image, timeout=PULL_TIMEOUT_S, check=False)
+    if pulled.returncode != 0:
+        raise ContainerEngineError(
+            f"image {image} is not on the engine and could not be pulled: {_tail(pulled.stderr or pulled.stdout)}",
+            hint="set VALKEY_IMAGE to an image the engine has (tools/setup/containers.sh builds one), "
+            "or check the registry; " + ENGINE_HINT,
+        )
+
+
+def _up(stack: _Stack, services: list[str]) -> subprocess.CompletedProcess:
+    """``compose up -d`` bounded per attempt; a stalled attempt is torn down and tried again."""
+    _ensure_image(stack.docker, stack.image)
+    for attempt in range(1, UP_ATTEMPTS + 1):
+        try:
+            return stack.compose("up", "-d", "--no-color", "--pull", "never", *services,
+                                 timeout=UP_TIMEOUT_S, check=False)
+        except EngineTimeout:
+            log.warning("docker compose up stalled (attempt %d of %d); removing the stack and retrying",
+                        attempt, UP_ATTEMPTS)
+            _remove_project(stack.docker, stack.project, file=stack.file)
+    raise ContainerEngineError(
+        f"docker compose up for {stack.spec.topology} did not finish within {UP_TIMEOUT_S:.0f} s, "
+        f"{UP_ATTEMPTS} times",
+        hint="the engine is overloaded or hung: check `docker ps -a` and the podman service's log; " + ENGINE_HINT,
+    )
 
 
 def _wait_listening(stack: _Stack, endpoints: list[Endpoint]) -> None:
@@ -377,7 +460,66 @@ def _fill_pids(stack: _Stack, endpoints: list[Endpoint], rows: dict[str, dict[st
             endpoint.pid = int(pid)
 
 
-def _image_build(stack: _Stack) -> dict[str, str]:
+_ENGINE_ARCH = {"amd64": "x86_64", "arm64": "aarch64"}
+# sh builtins only: the server image has no cat. One line per field, "key=value".
+_PROBE = (
+    'm=; while IFS= read -r l; do case "$l" in "model name"*|Hardware*|Model*) m=${l#*: }; break;; esac; '
+    'done </proc/cpuinfo; echo "cpu_model=$m"; '
+    'read -r t </sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; echo "thp=$t"; '
+    'read -r g </sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo "cpufreq_governor=$g"; '
+    'read -r b </proc/device-tree/model 2>/dev/null; echo "board_model=$b"'
+)
+
+
+def server_fingerprint(docker: Docker, container_id: str) -> dict:
+    """The engine machine's fingerprint in the fields of :func:`vkbench.envinfo.fingerprint`."""
+    from ..envinfo import fingerprint_id
+
+    fmt = "\t".join(["{{.Architecture}}", "{{.NCPU}}", "{{.MemTotal}}", "{{.KernelVersion}}", "{{.OperatingSystem}}",
+                     "{{.Name}}", "{{.ServerVersion}}"])
+    info = docker.run("info", "--format", fmt, timeout=ENGINE_CHECK_TIMEOUT_S).stdout.strip().split("\t")
+    info += [""] * (7 - len(info))
+    arch, ncpu, memory, kernel, os_name, name, engine_version = info[:7]
+    probe = docker.run("exec", container_id, "/bin/sh", "-c", _PROBE, timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
+    seen = dict(line.split("=", 1) for line in probe.stdout.splitlines() if "=" in line)
+    thp = seen.get("thp") or None
+    if thp and "[" in thp:
+        thp = thp.split("[", 1)[1].split("]", 1)[0]
+    env = {
+        "arch": _ENGINE_ARCH.get(arch, arch),
+        "cpu_model": seen.get("cpu_model") or None,
+        "cores": int(ncpu) if ncpu.isdigit() else 0,
+        "memory_bytes": int(memory) if memory.isdigit() else None,
+        "kernel": kernel or None,
+        "os": os_name or None,
+        "cpufreq_governor": seen.get("cpufreq_governor") or None,
+        "thp": thp,
+        "board_model": (seen.get("board_model") or "").strip("\x00") or None,
+        "container_runtime": f"{_engine_kind(docker)} {engine_version}" if engine_version else None,
+        "hostname_hash": hashlib.sha256(name.encode()).hexdigest()[:12] if name else None,
+        "engine_address": _engine_address(),
+    }
+    env["fingerprint_id"] = fingerprint_id(env)
+    return env
+
+
+def _engine_kind(docker: Docker) -> str:
+    """podman or docker: podman's API names its first server component "Podman Engine"."""
+    done = docker.run("version", "--format", "{{(index .Server.Components 0).Name}}",
+                      timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
+    return "podman" if "podman" in done.stdout.lower() else "docker"
+
+
+def _engine_address() -> str | None:
+    """DOCKER_HOST without any user:password part."""
+    host = os.environ.get("DOCKER_HOST")
+    if not host:
+        return None
+    scheme, sep, rest = host.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else host
+
+
+def _image_build(stack: _Stack) -> dict:
     """``build`` of the result: the image's repo digest when it has one (pulled), else its id."""
     done = stack.docker.run("image", "inspect", "--format", "{{.Id}}\t{{json .RepoDigests}}", stack.image,
                             timeout=60, check=False)

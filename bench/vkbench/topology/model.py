@@ -20,8 +20,12 @@ from typing import Literal
 
 from ..errors import UsageError
 
-TOPOLOGY_FORMS = "standalone, cluster:N, cluster:N:R, replication:R (N >= 1, R >= 0)"
-_PATTERN = re.compile(r"^(standalone|cluster:(\d+)(?::(\d+))?|replication:(\d+))$")
+#: Upper bounds: every node is a real server process (or container) on one machine, so a
+#: dispatch input like cluster:100000 must be refused, not attempted.
+MAX_SHARDS = 32
+MAX_REPLICAS = 8
+TOPOLOGY_FORMS = f"standalone, cluster:N, cluster:N:R, replication:R (1 <= N <= {MAX_SHARDS}, 0 <= R <= {MAX_REPLICAS})"
+_PATTERN = re.compile(r"^(standalone|cluster:([0-9]{1,6})(?::([0-9]{1,6}))?|replication:([0-9]{1,6}))$")
 
 Role = Literal["primary", "replica"]
 
@@ -45,10 +49,11 @@ class Topology:
 
     @classmethod
     def parse(cls, text: str) -> Topology:
-        match = _PATTERN.match(str(text).strip())
+        text = str(text)
+        match = _PATTERN.match(text.strip()) if len(text) <= 64 else None
         if not match:
             raise UsageError(
-                f"unknown topology {text!r}",
+                f"unknown topology {text[:40]!r}",
                 hint=f"use one of: {TOPOLOGY_FORMS}",
             )
         if match.group(1) == "standalone":
@@ -57,11 +62,15 @@ class Topology:
             replicas = int(match.group(4))
             if replicas < 1:
                 raise UsageError(f"topology {text!r} has no replica", hint="use replication:1 or more, or standalone")
+            if replicas > MAX_REPLICAS:
+                raise UsageError(f"topology {text!r}: at most {MAX_REPLICAS} replicas", hint=f"use one of: {TOPOLOGY_FORMS}")
             return cls("replication", 1, replicas)
         shards = int(match.group(2))
         replicas = int(match.group(3) or 0)
         if shards < 1:
             raise UsageError(f"topology {text!r} has no shard", hint="use cluster:1 or more")
+        if shards > MAX_SHARDS or replicas > MAX_REPLICAS:
+            raise UsageError(f"topology {text!r}: at most {MAX_SHARDS} shards and {MAX_REPLICAS} replicas per shard", hint=f"use one of: {TOPOLOGY_FORMS}")
         return cls("cluster", shards, replicas)
 
     def __str__(self) -> str:

@@ -102,6 +102,10 @@ class NativeBackend(Backend):
         wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
                    log_tail=lambda e: by_name[e.name].log_tail())
         version, commit = server_identity(endpoints[0], spec.password)
+        from .source_image import check_identity
+
+        if binary.code:      # a source build must report the commit it was built from
+            check_identity(spec.engine, spec.version, version, commit, binary.code, str(binary.path))
         return Deployment(
             spec=spec, endpoints=endpoints, server_version=version, server_commit=commit,
             build=binary.as_build(), log_files=[p.log_file for p in started],

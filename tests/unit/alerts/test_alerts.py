@@ -156,7 +156,7 @@ def test_summary_all_quiet_and_with_links():
     assert "### 🔴 SET, pipeline 16, io-threads 2, cloud-x86: -8% between a1b2c3d and d4e5f6a" in text
     assert f"(https://github.com/o/r/compare/{GOOD['commit']}...{BAD['commit']})" in text
     assert "[`night-040`](https://github.com/o/r/actions/runs/40)" in text
-    assert "| SET standalone io2 P16 c50 d3 valkey:unstable [cloud-x86] | rps | -8.0% | 0.0001 | 400,000 → 368,000 | 1 / 1 |" in text
+    assert "| SET standalone io2 P16 c50 d3 valkey:unstable \\[cloud-x86\\] | rps | -8.0% | 0.0001 | 400,000 → 368,000 | 1 / 1 |" in text
     default = render_summary(copy.deepcopy(detection()))
     assert f"https://github.com/valkey-io/valkey/compare/{GOOD['commit']}...{BAD['commit']}" in default
     unknown = detection()

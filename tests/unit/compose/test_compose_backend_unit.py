@@ -112,3 +112,58 @@ def test_cleanup_stale_removes_only_projects_of_dead_owners_on_this_host(monkeyp
 def test_cleanup_stale_without_an_engine_is_quietly_empty(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/none.sock")
     assert ComposeBackend().cleanup_stale(tmp_path) == []
+
+
+# -- a stalled engine: bounded, retried, and nothing left running --------------------------------
+
+FAKE_DOCKER = """#!/bin/sh
+# A docker CLI whose `compose up` stalls (as podman 4.3's did under load, issue 9); every call is logged.
+echo "$*" >> "{log}"
+case "$*" in
+  *" up "*) sleep 300 & echo $! >> "{pids}"; wait ;;
+  "image inspect"*) echo sha256:0 ;;
+esac
+exit 0
+"""
+
+
+def test_a_stalled_compose_up_is_killed_retried_and_then_fails_clearly(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log, pids = tmp_path / "calls.log", tmp_path / "sleepers"
+    fake = bin_dir / "docker"
+    fake.write_text(FAKE_DOCKER.format(log=log, pids=pids))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(compose_backend, "UP_TIMEOUT_S", 1.0)
+    stack = ComposeBackend()._new_stack(spec(tmp_path, "cluster:3"))
+    with pytest.raises(ContainerEngineError) as info:
+        compose_backend._up(stack, ["shard-0-primary"])
+    assert info.value.exit_code == 11
+    assert f"did not finish within 1 s, {compose_backend.UP_ATTEMPTS} times" in info.value.message
+    assert "overloaded or hung" in info.value.hint
+    calls = log.read_text().splitlines()
+    ups = [c for c in calls if " up " in f" {c} "]
+    downs = [c for c in calls if " down " in f" {c} "]
+    assert len(ups) == compose_backend.UP_ATTEMPTS and all("--pull never" in c for c in ups)
+    assert len(downs) == compose_backend.UP_ATTEMPTS, "each stalled attempt removes the stack before the next"
+    # The timeout killed each attempt's whole process group, the CLI's own children included.
+    for pid in pids.read_text().split():
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z", pid
+
+
+def test_an_image_missing_on_the_engine_is_pulled_once_before_up(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    (bin_dir / "docker").write_text(f"""#!/bin/sh
+echo "$*" >> "{log}"
+case "$*" in "image inspect"*) exit 1 ;; pull*) echo "no such registry" >&2; exit 125 ;; esac
+exit 0
+""")
+    (bin_dir / "docker").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    stack = ComposeBackend(image="registry.invalid/valkey:9")._new_stack(spec(tmp_path))
+    with pytest.raises(ContainerEngineError, match=r"image registry.invalid/valkey:9 is not on the engine and could not be pulled: no such registry"):
+        compose_backend._up(stack, ["primary"])
+    assert [c.split()[0] for c in log.read_text().splitlines()] == ["image", "pull"], "no `up` after a failed pull"

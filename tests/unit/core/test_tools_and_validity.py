@@ -28,8 +28,11 @@ def test_memtier_command_line():
                 pipeline=4, topology="cluster:3")
     cmd = build_command(cell, PRIMARY, "pw", "memtier_benchmark", json_out="/tmp/o.json")
     assert "--ratio=1:1" in cmd.argv and "--cluster-mode" in cmd.argv and "--json-out-file=/tmp/o.json" in cmd.argv
-    # -n is per connection: 100000 / (5 threads x 10 clients)
-    assert cmd.argv[cmd.argv.index("-n") + 1] == "2000"
+    # requests are per command (as valkey-benchmark's -n per test); memtier's -n is per connection:
+    # 100000 SETs + 100000 GETs over 5 threads x 10 clients
+    assert cmd.argv[cmd.argv.index("-n") + 1] == "4000"
+    assert cmd.argv[cmd.argv.index("-t") + 1] == "5" and cmd.argv[cmd.argv.index("-c") + 1] == "10"
+    assert "--key-prefix=memtier-" in cmd.argv and "--key-minimum=1" in cmd.argv and "--key-maximum=100000" in cmd.argv
 
 
 def rep(rps: float, elapsed: float = 5.0, client_cores: float = 0.5, command: str = "SET") -> dict:

@@ -10,6 +10,7 @@ from factory import make_result, nightly_series, write_result
 from vkbench.errors import ResultFileError
 from vkbench.history import HistoryStore, series_key
 from vkbench.history.series import segments, sid_of
+from vkbench.history.store import read_jsonl
 
 
 def test_series_key_is_dims_minus_repetitions_and_runner_plus_command_and_machine():
@@ -42,9 +43,9 @@ def test_ingest_layout_and_index(tmp_path):
     report = store.ingest([tmp_path / "res"])
     assert (report.files, report.added, report.skipped, report.new_series) == (3, 3, 0, 1)
 
-    assert json.loads((tmp_path / "h" / "format.json").read_text()) == {"history_version": 1}
+    assert json.loads((tmp_path / "h" / "format.json").read_text()) == {"history_version": 2}
     index = store.index()
-    assert index["history_version"] == 1 and index["runs"] == 3
+    assert index["history_version"] == 2 and index["runs"] == 3
     (sid,) = index["series"]
     entry = index["series"][sid]
     assert entry["points"] == 3 and entry["shards"] == ["2026-10"] and entry["arch"] == "x86_64"
@@ -149,8 +150,8 @@ def test_corrupt_index_is_an_error_not_an_empty_history(tmp_path):
 def test_newer_history_version_is_refused(tmp_path):
     store = HistoryStore(tmp_path / "h")
     store.ingest(nightly_series(tmp_path / "res", [1.0e5]))
-    (tmp_path / "h" / "format.json").write_text('{"history_version": 2}')
-    with pytest.raises(ResultFileError, match="history_version 2 is newer"):
+    (tmp_path / "h" / "format.json").write_text('{"history_version": 3}')
+    with pytest.raises(ResultFileError, match="history_version 3 is newer"):
         store.index()
 
 
@@ -160,7 +161,9 @@ def test_corrupt_series_line_names_the_shard(tmp_path):
     (sid,) = store.series_ids()
     shard = store.shard_path(sid, "2026-10")
     shard.write_text(shard.read_text() + '{"run_id": "x", "timest\n')
-    with pytest.raises(ResultFileError, match=r"2026-10\.jsonl:2"):
+    with pytest.raises(ResultFileError, match=r"2026-10\.jsonl:2: corrupt series line"):
+        read_jsonl(shard)
+    with pytest.raises(ResultFileError, match=r"2026-10\.jsonl: .* where index.json records"):
         store.read_series(sid)
 
 

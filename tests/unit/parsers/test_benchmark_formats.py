@@ -129,9 +129,10 @@ def test_full_2010_format_derives_percentiles_from_cumulative_lines(fixture_text
     by_command = {r.command: r for r in records}
     # GET: 43.12% <= 0, 96.82% <= 1, 98.62% <= 2, 100.00% <= 3 milliseconds
     assert by_command["GET"].rps == 81234.77
-    assert by_command["GET"].latency_ms == {"p50": 1.0, "p95": 1.0, "p99": 3.0}
+    # Whole-millisecond buckets: '<= M milliseconds' counts requests under M+1 ms.
+    assert by_command["GET"].latency_ms == {"p50": 2.0, "p95": 2.0, "p99": 4.0}
     assert any("derived from the cumulative distribution" in w for w in by_command["GET"].warnings)
-    assert by_command["SET"].latency_ms == {"p50": 0.0, "p95": 1.0, "p99": 1.0}  # 58.50% <= 0 ms
+    assert by_command["SET"].latency_ms == {"p50": 1.0, "p95": 2.0, "p99": 2.0}  # 58.50% <= 0 ms: p50 under 1 ms, never 0
 
 
 def test_full_block_without_throughput_is_truncated():

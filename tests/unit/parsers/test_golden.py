@@ -62,6 +62,34 @@ ERROR_FIXTURES = {
         ("memtier reported 0 ops/sec for EVAL while its latency is non-zero", "--cluster-mode"),
     "redis-benchmark/valkey-pr266__cluster_1_master_progress_line.txt":
         ("truncated: only a progress line, the run never printed a result (command 'k1 v1')", "re-run"),
+    # Real memtier_benchmark 2.3.0 failures (valkey 9.1.2 here, password s3cret).
+    "errors/memtier-2.3.0__readonly_replica.txt": ("writes went to a read-only replica: READONLY", "primary"),
+    "errors/memtier-2.3.0__noauth.txt": ("NOAUTH Authentication required", "-a USER:PASSWORD"),
+    "errors/memtier-2.3.0__refused.txt": ("Connection refused", "server is running"),
+    "errors/memtier-2.3.0__refused.json": ("memtier completed no request", "memtier's output says why"),
+    "errors/memtier-2.3.0__wrongpass_hangs.txt": ("the server rejected the credentials: WRONGPASS", "check the password"),
+    "errors/memtier-2.3.0__negative_duration.json": ("memtier measured a duration of -433 ms", "tools/setup/memtier.sh"),
+    "errors/memtier-2.3.0__hdr_SET_command_run_1.txt": ("HDR histogram file", "--json-out-file"),
+    "errors/memtier-2.3.0__hdr_FULL_RUN_1.hgrm": ("HDR histogram file", "--json-out-file"),
+    "errors/constructed__mixed_q_and_memtier_table.txt": ("mixes memtier_benchmark tables with", "split it"),
+    # Hostile inputs found by fuzzing: a reason, never a traceback or a wrong number.
+    "errors/hostile__json_ops_sec_string.json": ("Ops/sec of Sets is not a plain number: 'fast'", ""),
+    "errors/hostile__json_ops_sec_object.json": ("Ops/sec of Sets is not a number", ""),
+    "errors/hostile__json_ops_sec_true.json": ("Ops/sec of Sets is not a number: 'True'", ""),
+    "errors/hostile__json_ops_sec_50_digits.json": ("Ops/sec of Sets is not a plain number", ""),
+    "errors/hostile__json_ops_sec_1e308.json": ("Ops/sec of Sets is out of range", ""),
+    "errors/hostile__json_latency_negative.json": ("Average Latency of Sets is out of range: '-1.5'", ""),
+    "errors/hostile__json_deeply_nested.json": ("JSON nested deeper than 64 levels", ""),
+    "errors/hostile__csv_header_without_rps.txt": ("CSV header without an rps column", "not valkey-/redis-benchmark"),
+    "errors/hostile__csv_rps_negative.txt": ("has no numeric rps: '-180180.17'", ""),
+    "errors/hostile__csv_rps_zero.txt": ("rps of 'SET' is out of range: '0.00'", ""),
+    "errors/hostile__csv_rps_1e308.txt": ("has no numeric rps: '1e308'", ""),
+    "errors/hostile__csv_rps_underscore.txt": ("has no numeric rps: '1_000_000'", ""),
+    "errors/hostile__csv_rps_infinity.txt": ("has no numeric rps: 'Infinity'", ""),
+    "errors/hostile__csv_rps_true.txt": ("has no numeric rps: 'true'", ""),
+    "errors/hostile__csv_rps_50_digits.txt": ("has no numeric rps: '1111", ""),
+    "errors/hostile__full_latency_summary_six_words.txt": ("the latency summary table is incomplete", ""),
+    "errors/hostile__q_rps_zero.txt": ("rps of 'SET' is out of range: '0.00'", ""),
     # valkey-cli transcripts are not benchmark output at all.
     "valkey-cli/redis-7.0.15__cluster_create.txt": ("no benchmark results found", "no benchmark result"),
     "valkey-cli/valkey-8.0.1__cluster_create.txt": ("no benchmark results found", "no benchmark result"),
@@ -81,7 +109,7 @@ def test_every_fixture_has_a_golden_or_an_expected_error():
     folders = {path.name for path in FIXTURES_DIR.iterdir() if path.is_dir()}
     assert folders == set(regen.TOOL_BY_DIR) | {"golden"}
     assert [path.name for path in FIXTURES_DIR.iterdir() if path.is_file()] == ["SOURCES.md"]
-    assert len(ALL_FIXTURES) == 67  # the set SOURCES.md describes; update with SOURCES.md
+    assert len(ALL_FIXTURES) == 97  # the set SOURCES.md describes; update with SOURCES.md
 
 
 def test_no_golden_without_its_fixture_and_no_golden_for_error_fixtures():

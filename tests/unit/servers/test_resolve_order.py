@@ -117,15 +117,21 @@ def test_unknown_tool(cache_root):
     assert "valkey-benchmark" in err.value.hint
 
 
-def test_memtier_only_from_path(cache_root, tmp_path, monkeypatch, no_fetch):
+def test_memtier_cache_then_path_then_source_build(cache_root, tmp_path, monkeypatch, no_fetch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(MissingBinaryError) as err:
+        resolve_tool("memtier_benchmark", fetch=False)
+    assert "tools/setup/memtier.sh" in err.value.hint and "VKBENCH_MEMTIER_SOURCE" in err.value.hint
+    with pytest.raises(AssertionError, match="unexpected fetch"):   # fetch=True builds it
         resolve_tool("memtier_benchmark")
-    assert "memtier_benchmark" in err.value.hint and "install" in err.value.hint
     fake_binary(tmp_path / "bin" / "memtier_benchmark", "memtier_benchmark 2.1.0")
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     tool = resolve_tool("memtier_benchmark")
     assert (tool.source, tool.version, tool.engine) == ("path", "2.1.0", "memtier")
+    make_entry(cache_root, "memtier", "2.3.0", {"memtier_benchmark": "memtier_benchmark v=2.3.0 sha=0"},
+               source="source-build")
+    tool = resolve_tool("memtier_benchmark")        # the project's own build wins over PATH
+    assert (tool.source, tool.version, tool.engine) == ("cache", "2.3.0", "memtier")
 
 
 def test_tool_env_variable_and_path(cache_root, tmp_path, monkeypatch, no_fetch):

@@ -171,7 +171,7 @@ def test_newer_history_version_is_refused(small_history, tmp_path):
     root, _ = small_history
     copy = tmp_path / "h"
     shutil.copytree(root, copy)
-    (copy / "format.json").write_text('{"history_version": 2}')
+    (copy / "format.json").write_text('{"history_version": 3}')
     with pytest.raises(ResultFileError) as err:
         build_site(copy, tmp_path / "out")
     assert "newer" in err.value.message and "upgrade" in err.value.hint
@@ -187,12 +187,16 @@ def test_detect_json_is_optional(small_history, tmp_path):
     assert load(tmp_path / "out" / "data" / "detect.json")["incidents"] == []
 
 
-def test_missing_uplot_says_run_setup(small_history, tmp_path, monkeypatch):
+def test_damaged_vendored_uplot_is_refused(small_history, tmp_path, monkeypatch):
     root, _ = small_history
-    monkeypatch.setattr(build_module, "uplot_dist_dir", lambda: tmp_path / "nowhere")
+    vendor = tmp_path / "vendor"
+    shutil.copytree(build_module.vendor_dir(), vendor)
+    (vendor / "uplot" / "uPlot.iife.min.js").write_text("tampered")
+    monkeypatch.setattr(build_module, "vendor_dir", lambda: vendor)
     with pytest.raises(MissingBinaryError) as err:
         build_site(root, tmp_path / "out")
-    assert err.value.hint == "run tools/setup/site.sh (npm ci in site-src/)"
+    assert "uPlot.iife.min.js" in err.value.message and "sync_site_vendor" in err.value.hint
+    assert not (tmp_path / "out" / "data").exists(), "nothing is swapped in when the build fails"
 
 
 def test_explicit_repo_overrides_commit_links(small_history, tmp_path):

@@ -5,7 +5,7 @@
 import { pointInfo } from "./data.js";
 import { fmtAxis, fmtDate, fmtDateTime, fmtPct, fmtWithUnit, METRIC_INFO, shortSha } from "./format.js";
 import { REFERENCE_COLOR } from "./palette.js";
-import { h } from "./ui.js";
+import { h, safeHref } from "./ui.js";
 
 /* global uPlot */
 
@@ -96,7 +96,7 @@ function nearestLine(u, lines, idx, top) {
 function linkOf(hit, commitRepoFor) {
   if (!hit) return null;
   const info = pointInfo(hit.line.series, hit.i, commitRepoFor(hit.line));
-  return info.commitUrl || info.runUrl;
+  return safeHref(info.commitUrl) || safeHref(info.runUrl);
 }
 
 function tooltipContent(u, lines, idx, hit, commitRepoFor) {
@@ -240,6 +240,7 @@ export function createTrendChart(container, opts) {
   const over = () => uplot.over;
   const markers = [];
   const addMarker = (x, kind, text, title, href) => {
+    href = safeHref(href);
     const el = h(href ? "a" : "div", {
       class: `marker marker-${kind}`, title, "aria-label": title, ...(href ? { href, target: "_blank", rel: "noopener" } : {}),
       dataset: { kind },

@@ -1,5 +1,6 @@
 // io-threads scaling: throughput and p50 against io-threads, one line per version and machine
 // class (newest point of each series), with published sweeps (devhands, Raspberry Pi blog).
+import { renderAdvicePanel } from "./advice-panel.js";
 import { createCategoryChart } from "./chart-category.js";
 import { dimSelect, lastValue, loadDims } from "./compare-common.js";
 import { loadReference } from "./data.js";
@@ -77,6 +78,9 @@ export async function renderScaling(root, p, ctx) {
     });
     ctx.onCleanup(() => chart.destroy());
   }
+
+  await renderAdvicePanel(root, { cls: cls.value, command: cmd.value });
+  if (!ctx.isCurrent()) return;
 
   // The same numbers as a table (for screen readers, and to copy).
   const table = h("table.data", {},

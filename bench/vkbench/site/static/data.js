@@ -33,6 +33,8 @@ export async function loadIndex() {
 
 export const loadDetect = () => getJSON("data/detect.json");
 export const loadReference = () => getJSON("data/reference.json");
+export const getAdvice = () => getJSON("data/advice.json");
+export const getProfile = (file) => getJSON(`data/profiles/${file}.json`);
 
 /**
  * One series, decoded for charts: absolute times, and the columns of `metric` (loading the
@@ -57,10 +59,15 @@ export async function loadSeries(sid, metric = "rps") {
 export function pointInfo(s, i, commitRepo) {
   const commit = s.commits[s.c[i]] || "";
   const suffix = s.runs[i];
+  // A source build names its repository: link there (GitHub or GitLab), or plain text ("").
+  const prefix = s.repos && s.r ? s.repos[s.r[i]] : null;
+  let commitUrl = null;
+  if (commit && typeof prefix === "string") commitUrl = prefix ? prefix + commit : null;
+  else if (commit && commitRepo) commitUrl = `https://github.com/${commitRepo}/commit/${commit}`;
   return {
     t: s.t[i],
     commit,
-    commitUrl: commit && commitRepo ? `https://github.com/${commitRepo}/commit/${commit}` : null,
+    commitUrl,
     runUrl: suffix || s.run_prefix ? (suffix ? s.run_prefix + suffix : null) : null,
     version: s.versions[s.v[i]] || "",
     env: s.fps[s.fp[i]] || { label: "" },

@@ -8,9 +8,10 @@ import { renderOverview } from "./view-overview.js";
 import { renderExplorer } from "./view-explorer.js";
 import { renderCompare } from "./view-compare.js";
 import { renderReferences } from "./view-references.js";
+import { renderProfile } from "./view-profile.js";
 
-const VIEWS = { overview: renderOverview, explorer: renderExplorer, compare: renderCompare, references: renderReferences };
-const TITLES = { overview: "Overview", explorer: "Explorer", compare: "Comparisons", references: "Published references" };
+const VIEWS = { overview: renderOverview, explorer: renderExplorer, compare: renderCompare, references: renderReferences, profile: renderProfile };
+const TITLES = { overview: "Overview", explorer: "Explorer", compare: "Comparisons", references: "Published references", profile: "CPU profile" };
 
 const root = document.getElementById("view");
 let cleanup = [];

@@ -23,8 +23,15 @@ function append(el, children) {
   }
 }
 
+/** `href` when it is an https: URL, else null: a `javascript:` or `data:` link that slipped
+ * into the history never becomes a link (the history's reader refuses them too). */
+export function safeHref(href) {
+  return typeof href === "string" && /^https:\/\/[^\s]+$/i.test(href) ? href : null;
+}
+
 /** An external link that opens in a new tab (GitHub commits and workflow runs only). */
 export function extLink(href, text, label) {
+  href = safeHref(href);
   if (!href) return h("span", {}, text);
   return h("a", { href, target: "_blank", rel: "noopener", "aria-label": label || null }, text);
 }

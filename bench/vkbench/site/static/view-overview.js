@@ -106,7 +106,8 @@ function incidentCard(index, incident, ctx, drawNow) {
     commitRange(index, incident),
     incident.annotation ? h("p.note", {}, "✎ ", typeof incident.annotation === "string" ? incident.annotation : JSON.stringify(incident.annotation)) : null,
     box,
-    h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →")));
+    h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →"),
+      index.profiles?.[incident.id] ? [" · ", h("a.profile-link", { href: `#/profile?incident=${encodeURIComponent(incident.id)}` }, "CPU profile: before, after, difference →")] : null));
   if (drawNow) incidentChart(box, index, incident, ctx);
   else box.append(h("button.tool", { type: "button", onclick: () => incidentChart(box, index, incident, ctx) }, "Draw chart"));
   return card;

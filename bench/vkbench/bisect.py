@@ -1,0 +1,143 @@
+"""Find the commit that caused a regression between a good and a bad commit.
+
+1. A/B good vs bad: the regression must reproduce here (a "slower" verdict); the cell and command
+   with the largest slowdown become the measure for every later step.
+2. Binary search on the first-parent line good..bad: build the midpoint, A/B it against good; a
+   midpoint counts as bad when its change is closer to the bad end's change than to zero (past
+   half the effect), else good.
+3. One commit remains: the culprit, with the effect of its own A/B against good.
+
+Builds are cached per commit, and ccache makes each midpoint a rebuild of the files that changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .ab import ABOptions, ABReport, Row, run_ab
+from .repolinks import commit_link
+from .errors import UsageError
+from .servers import source_build
+from .servers.gitmirror import Mirror, redact
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Step:
+    commit: str
+    subject: str
+    change: float
+    ci_low: float | None
+    ci_high: float | None
+    mde: float | None
+    rounds: int
+    judged: str            # "bad" | "good" | "reproduced" | "not reproduced"
+    wall_s: float
+
+
+@dataclass
+class BisectReport:
+    url: str
+    good: str
+    bad: str
+    measure: str                      # "cell / command" tracked
+    range_size: int
+    culprit: str | None
+    culprit_subject: str | None
+    effect: float | None
+    effect_ci: tuple[float | None, float | None]
+    steps: list[Step] = field(default_factory=list)
+    wall_s: float = 0.0
+    reproduced: bool = True
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        lines = [f"### Bisect {self.good[:10]}..{self.bad[:10]} ({self.range_size} commits)", "",
+                 f"Repository: {self.url}", ""]
+        if not self.reproduced:
+            lines.append("The regression did not reproduce in an A/B of the two ends: no culprit named.")
+        elif self.culprit:
+            low, high = self.effect_ci
+            interval = f" (95% interval {low * 100:+.1f}% .. {high * 100:+.1f}%)" if low is not None and high is not None else ""
+            lines.append(f"**Culprit:** {commit_link(self.url, self.culprit, name_url=False)} {self.culprit_subject}: "
+                         f"{(self.effect or 0) * 100:+.1f}% on {self.measure}{interval}.")
+        lines += ["", f"{len(self.steps)} A/B steps in {self.wall_s:.0f} s, each against the good end:", "",
+                  "| step | commit | change | 95% interval | MDE | rounds | judged |", "|---:|---|---:|---|---:|---:|---|"]
+        for i, s in enumerate(self.steps):
+            interval = (f"{s.ci_low * 100:+.1f}% .. {s.ci_high * 100:+.1f}%" if s.ci_low is not None and s.ci_high is not None
+                        else "n/a")
+            mde = f"{s.mde * 100:.1f}%" if s.mde is not None else "n/a"
+            lines.append(f"| {i} | {commit_link(self.url, s.commit, name_url=False)} {s.subject[:60]} | {s.change * 100:+.1f}% | "
+                         f"{interval} | {mde} | {s.rounds} | {s.judged} |")
+        return "\n".join(lines) + "\n"
+
+
+def _row(report: ABReport, measure: tuple[str, str] | None) -> Row:
+    if measure is None:
+        worst = report.worst
+        if worst is None:
+            raise UsageError("the A/B produced no rows", hint="check the cells")
+        return worst
+    return next(r for r in report.rows if (r.cell, r.command) == measure)
+
+
+def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_dir: Path,
+               progress: Progress | None = None, max_steps: int = 20) -> BisectReport:
+    url = url or source_build.repo_url()
+    began = time.monotonic()
+    mirror = Mirror.for_url(url)
+    good_sha, bad_sha = mirror.resolve(good), mirror.resolve(bad)
+    if not mirror.is_ancestor(good_sha, bad_sha) or good_sha == bad_sha:
+        raise UsageError(f"{good} ({good_sha[:10]}) is not an ancestor of {bad} ({bad_sha[:10]})",
+                         hint="give --good an older commit on the same line as --bad")
+    commits = mirror.first_parent_range(good_sha, bad_sha)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def ab(candidate: str, index: int) -> tuple[ABReport, float]:
+        started = time.monotonic()
+        options = dataclasses.replace(template, base=good_sha, candidate=candidate, url=url,
+                                      out_dir=out_dir / f"step-{index:02d}-{candidate[:10]}")
+        return run_ab(options, progress), round(time.monotonic() - started, 1)
+
+    if progress:
+        progress(f"bisect: {len(commits)} commits between {good_sha[:10]} and {bad_sha[:10]}")
+    first, wall = ab(bad_sha, 0)
+    worst = _row(first, None)
+    measure = (worst.cell, worst.command)
+    reproduced = worst.verdict == "slower"
+    steps = [Step(bad_sha, mirror.subject(bad_sha), worst.change, worst.ci_low, worst.ci_high, worst.mde, worst.rounds,
+                  "reproduced" if reproduced else "not reproduced", wall)]
+    report = BisectReport(redact(url), good_sha, bad_sha, f"{measure[0]} / {measure[1]}", len(commits), None, None,
+                          None, (None, None), steps, reproduced=reproduced)
+    if reproduced:
+        bad_change = worst.change
+        low, high = -1, len(commits) - 1          # commits[low] is good (-1: the good end), commits[high] bad
+        measured: dict[int, Row] = {high: worst}
+        while high - low > 1 and len(steps) <= max_steps:
+            mid = (low + high) // 2
+            result, wall = ab(commits[mid], len(steps))
+            row = _row(result, measure)
+            is_bad = abs(row.change - bad_change) < abs(row.change)
+            steps.append(Step(commits[mid], mirror.subject(commits[mid]), row.change, row.ci_low, row.ci_high, row.mde,
+                              row.rounds, "bad" if is_bad else "good", wall))
+            if is_bad:
+                high, measured[mid] = mid, row
+            else:
+                low = mid
+            if progress:
+                progress(f"bisect: {commits[mid][:10]} is {'bad' if is_bad else 'good'}; {high - low - 1} left")
+        culprit = measured[high]
+        report.culprit, report.culprit_subject = commits[high], mirror.subject(commits[high])
+        report.effect, report.effect_ci = culprit.change, (culprit.ci_low, culprit.ci_high)
+    report.wall_s = round(time.monotonic() - began, 1)
+    (out_dir / "bisect.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    (out_dir / "bisect.md").write_text(report.markdown())
+    return report

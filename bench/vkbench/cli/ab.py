@@ -1,0 +1,53 @@
+"""``vkbench ab``: A/B two commits (or a pull request) of a Valkey repository on this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from ..ab import DEFAULT_PRESET, TARGET_MDE, ABOptions, pr_ref, run_ab
+from ..errors import UsageError
+from ..matrix.cells import cell_from_arg
+from ..servers import source_build
+from .console import make_console
+
+
+@click.command("ab")
+@click.option("--repo", "url", default=None, help="Valkey repository URL [default: $VKBENCH_VALKEY_GIT_URL or upstream].")
+@click.option("--base", default="unstable", show_default=True, help="Base ref: branch, tag or (short) SHA.")
+@click.option("--candidate", default=None, help="Candidate ref: branch, tag or (short) SHA.")
+@click.option("--pr", type=int, default=None, help="Pull request number of --repo: the candidate is its head.")
+@click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Matrix whose cells both sides run.")
+@click.option("--cell", "cells", multiple=True, help="One cell (JSON, as `vkbench run --cell`) instead of --preset.")
+@click.option("--requests", type=int, default=None, help="Override the request count of every cell.")
+@click.option("--min-rounds", default=4, show_default=True, help="Pilot rounds (each: every cell on A then B).")
+@click.option("--max-rounds", default=20, show_default=True, help="Rounds at most, however noisy the machine.")
+@click.option("--target-mde", default=TARGET_MDE, show_default=True, help="Minimum detectable effect to aim for.")
+@click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True)
+@click.option("--machine-class", default=None)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-ab"), show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
+@click.option("--summary/--no-summary", default=True, show_default=True,
+              help="Also append the table to $GITHUB_STEP_SUMMARY when it is set.")
+def ab_cmd(url, base, candidate, pr, preset, cells, requests, min_rounds, max_rounds, target_mde, backend,
+           machine_class, out_dir, fmt, summary) -> None:
+    """Build BASE and CANDIDATE of a Valkey repository from source, run the same cells interleaved
+    (ABAB...) with enough rounds for the target MDE at this machine's noise, and print the table."""
+    url = url or source_build.repo_url()
+    if (candidate is None) == (pr is None):
+        raise UsageError("give exactly one of --candidate and --pr", hint="e.g. --base unstable --pr 1234")
+    options = ABOptions(
+        base=base, candidate=candidate or pr_ref(url, pr), url=url, preset=preset,
+        cells=[cell_from_arg(c) for c in cells] or None, out_dir=out_dir, backend=backend, target_mde=target_mde,
+        min_rounds=min_rounds, max_rounds=max_rounds, requests=requests, machine_class=machine_class,
+    )
+    console = make_console(stderr=True)
+    report = run_ab(options, progress=lambda text: console.print(text))
+    text = report.markdown()
+    if summary and os.environ.get("GITHUB_STEP_SUMMARY"):
+        with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as handle:
+            handle.write(text)
+    click.echo(json.dumps(report.to_json(), indent=2) if fmt == "json" else text, nl=False)

@@ -1,0 +1,181 @@
+"""Same-night confirmation of candidates (see :mod:`vkbench.detect.candidates`).
+
+1. :func:`confirmation_requests` (run by ``vkbench detect``): the unconfirmed regression
+   candidates of a history, grouped per machine class and commit range, each a request with a
+   stable id: which two builds (good and bad commit, repository) an A/B must compare on which
+   runner class, and one cell of the affected series to run.
+2. The publish job dispatches ab.yml for each request it has not dispatched yet
+   (``tools/ci/confirm.sh``).
+3. :func:`record` (``vkbench confirm``): the A/B's report becomes ``confirmations.json`` in the
+   history: confirmed (the A/B's interval lies below zero and the change is at least the
+   minimum effect) or rejected.
+4. :func:`apply` (``vkbench detect``): a confirmed request becomes an incident that night, with the
+   A/B's effect and interval; a rejected one stays recorded and never alerts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ResultFileError
+from ..history.series import bigger_is_better
+from ..history.store import HistoryStore, utc_now, write_json
+from .candidates import find_candidate
+from .params import DetectionParams
+
+CONFIRMATIONS = "confirmations.json"
+
+
+def _request_id(machine: str, good: dict, bad: dict) -> str:
+    key = f"{machine}|{good.get('commit') or good.get('run_id')}|{bad.get('commit') or bad.get('run_id')}"
+    return "confirm-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _ref(point: dict) -> dict:
+    return {k: point.get(k) for k in ("run_id", "timestamp", "version", "commit", "repository", "build_config",
+                                      "workflow_run_url") if point.get(k) is not None}
+
+
+def confirmation_requests(store: HistoryStore, change_points: list[dict], params: DetectionParams) -> list[dict]:
+    """One request per (machine class, good commit, bad commit) with a regression candidate.
+
+    Only source builds qualify (a commit and its repository on both sides): a release cannot be
+    rebuilt at another commit, and a change without a code change is the environment's."""
+    accepted: dict[tuple[str, str], list[int]] = {}
+    for cp in change_points:
+        accepted.setdefault((cp["series_id"], cp["metric"]), []).append(int(cp.get("index", -1)))
+    requests: dict[str, dict] = {}
+    from ..servers.resolve import is_source_version
+
+    index = store.index()["series"]
+    for sid in sorted(index):
+        dims = index[sid]["dims"]
+        if not is_source_version(str(dims.get("engine")), str(dims.get("version"))):
+            continue          # a release: nothing to rebuild at another commit
+        points = store.read_series(sid)
+        if len(points) < params.min_before + 1:
+            continue
+        valid = [bool(p.get("valid", True)) for p in points]
+        fps = [p.get("fingerprint_id") for p in points]
+        for metric in params.metrics:
+            values = [(p.get("metrics", {}).get(metric) or {}).get("median") for p in points]
+            if not any(values):
+                continue
+            cand = find_candidate(values, valid=valid, fingerprints=fps, bigger_is_better=bigger_is_better(metric),
+                                  params=params, accepted=accepted.get((sid, metric), []))
+            if cand is None:
+                continue
+            bad = points[cand.index]
+            good = next((points[i] for i in range(cand.index - 1, -1, -1) if valid[i]), None)
+            if good is None or not good.get("commit") or not bad.get("commit") or good["commit"] == bad["commit"]:
+                continue
+            if not (good.get("repository") and bad.get("repository")):
+                continue
+            machine = dims.get("machine_class", "?")
+            rid = _request_id(machine, good, bad)
+            entry = requests.setdefault(rid, {
+                "id": rid, "machine_class": machine, "repository": bad["repository"],
+                "good": _ref(good), "bad": _ref(bad), "series": [], "magnitude": 0.0, "cell": _cell(dims),
+            })
+            entry["series"].append({"series_id": sid, "metric": metric, "magnitude": round(cand.magnitude, 5),
+                                    "after": cand.after})
+            if metric == "rps" and cand.magnitude < entry["magnitude"]:
+                entry["magnitude"], entry["cell"] = round(cand.magnitude, 5), _cell(dims)
+    return sorted(requests.values(), key=lambda r: r["id"])
+
+
+def _cell(dims: dict) -> dict:
+    """The cell of a series, as ``vkbench ab --cell`` takes it (one repetition per round)."""
+    keep = ("topology", "io_threads", "tool", "tests", "pipeline", "clients", "data_size", "keyspace", "requests",
+            "duration", "warmup", "preload", "read_from", "extra_server_args", "client_threads")
+    cell: dict[str, Any] = {k: dims[k] for k in keep if dims.get(k) is not None}
+    if "command" in dims and "tests" not in cell:
+        cell["tests"] = [str(dims["command"]).lower()]
+    cell["server"] = f"{dims.get('engine', 'valkey')}:unstable"
+    cell["repetitions"] = 1
+    return cell
+
+
+# -- recording an A/B's verdict ------------------------------------------------------------------
+
+def load(store: HistoryStore) -> dict:
+    path = store.path / CONFIRMATIONS
+    if not path.exists():
+        return {"confirmations": {}}
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ResultFileError(f"{path}: not JSON ({exc})", hint="restore it from the gh-pages history") from None
+    if not isinstance(data, dict) or not isinstance(data.get("confirmations"), dict):
+        raise ResultFileError(f"{path}: no confirmations mapping", hint="restore it from the gh-pages history")
+    return data
+
+
+def verdict_of(ab_report: dict, min_effect: float) -> tuple[str, dict]:
+    """("confirmed" | "rejected", the row that decided) from a ``vkbench ab`` report (ab.json)."""
+    rows = ab_report.get("rows") or []
+    if not rows:
+        return "rejected", {}
+    worst = min(rows, key=lambda r: r["change"])
+    confirmed = worst.get("ci_high") is not None and worst["ci_high"] < 0 and abs(worst["change"]) >= min_effect
+    return ("confirmed" if confirmed else "rejected"), worst
+
+
+def record(store: HistoryStore, request: dict, ab_report: dict, params: DetectionParams | None = None) -> dict:
+    """Write the A/B's verdict on ``request`` into ``confirmations.json``; return the entry."""
+    params = params or DetectionParams()
+    status, row = verdict_of(ab_report, params.min_magnitude)
+    entry = {
+        "id": request["id"], "status": status, "recorded": utc_now(), "request": request,
+        "ab": {"change": row.get("change"), "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
+               "mde": row.get("mde"), "rounds": row.get("rounds"), "cell": row.get("cell"),
+               "command": row.get("command"), "base": (ab_report.get("base") or {}).get("commit"),
+               "candidate": (ab_report.get("candidate") or {}).get("commit")},
+    }
+    data = load(store)
+    data["confirmations"][request["id"]] = entry
+    write_json(store.path / CONFIRMATIONS, data, indent=1)
+    return entry
+
+
+def apply(incidents: list[dict], requests: list[dict], confirmations: dict) -> tuple[list[dict], list[dict]]:
+    """(incidents with the confirmed requests added, requests still waiting for an A/B).
+
+    Rejected requests are dropped from both: recorded in confirmations.json, never alerting."""
+    waiting = []
+    for req in requests:
+        entry = confirmations.get(req["id"])
+        if entry is None:
+            waiting.append(req)
+        elif entry["status"] == "confirmed":
+            incidents.append(_confirmed_incident(req, entry))
+    return incidents, waiting
+
+
+def _confirmed_incident(req: dict, entry: dict) -> dict:
+    ab = entry["ab"]
+    magnitude = ab.get("change") if ab.get("change") is not None else req["magnitude"]
+    return {
+        "id": req["id"].replace("confirm-", "inc-"),
+        "title": (f"{ab.get('command') or 'rps'} {ab.get('cell') or ''}, {req['machine_class']}: {magnitude:+.0%} "
+                  f"between {req['good'].get('commit', '')[:10]} and {req['bad'].get('commit', '')[:10]} "
+                  "(confirmed by A/B)").replace("+-", "-"),
+        "status": "open", "resolution": None, "silenced": False, "direction": "regression", "metric": "rps",
+        "metrics": sorted({s["metric"] for s in req["series"]}), "magnitude": round(magnitude, 5),
+        "p_value": None, "series_ids": sorted({s["series_id"] for s in req["series"]}),
+        "change_points": 0, "machine_class": req["machine_class"], "engine": "valkey",
+        "good": req["good"], "bad": req["bad"], "annotation": None,
+        "confirmation": {"by": "ab", "change": ab.get("change"), "ci_low": ab.get("ci_low"),
+                         "ci_high": ab.get("ci_high"), "mde": ab.get("mde"), "rounds": ab.get("rounds")},
+    }
+
+
+def requests_path(out: Path) -> Path:
+    return out / "confirm-requests.json"
+
+
+def write_requests(path: Path, requests: list[dict]) -> None:
+    write_json(path, {"requests": requests}, indent=1)

@@ -1,0 +1,175 @@
+"""Checks beyond the JSON Schema, shared by every reader of results and series lines.
+
+The schema says what types a result has; these say what values are safe to act on:
+
+* ids that become path components (``run_id``, ``cell_id``, ``fingerprint_id``) match
+  :data:`SAFE_ID` (no ``/``, no ``..``, no leading dot or dash, bounded length);
+* timestamps are RFC 3339 date-times that parse (they name month shards and runs/ folders);
+* every number is finite (``NaN``/``Infinity`` are refused), and measured figures (rps,
+  latencies: their medians and samples) are not negative (a confidence interval's lower bound
+  may be: with two repetitions the t interval can reach below zero);
+* links that end up in Markdown or on the site are ``https:`` (or absent).
+
+Every problem is a :class:`~vkbench.errors.ResultFileError` (exit 7) naming the file and the
+field, raised before anything is written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Any, Iterator
+
+from ..errors import ResultFileError
+
+#: A path component that cannot escape its directory or hide: letters, digits and ``._+@()-``,
+#: not starting with a dot or dash, at most 200 characters, no ``..`` anywhere.
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+@()-]{0,199}$")
+
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+
+#: Links accepted in results and history lines (workflow_run_url, provenance.url).
+_HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~:/?#@!$&*+,;=%-]*)?$")
+
+_HINT = "the file was edited or is not from `vkbench run`; restore it from the run's artifact"
+
+
+def is_safe_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(SAFE_ID.match(value)) and ".." not in value
+
+
+def is_date_time(value: Any) -> bool:
+    """RFC 3339 (what JSON Schema's ``date-time`` format means), and a real calendar date."""
+    if not isinstance(value, str) or not _DATE_TIME.match(value):
+        return False
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00").replace("t", "T"))
+    except ValueError:
+        return False
+    return True
+
+
+def is_https_url(value: Any) -> bool:
+    return isinstance(value, str) and len(value) <= 2000 and bool(_HTTPS_URL.match(value))
+
+
+def safe_link(value: Any) -> str | None:
+    """``value`` when it is an https: URL, else None (for renderers: never emit another scheme)."""
+    return value if is_https_url(value) else None
+
+
+def format_checker():
+    """A jsonschema FormatChecker whose ``date-time`` is :func:`is_date_time` (jsonschema's own
+    needs an optional package and silently passes everything without it)."""
+    import jsonschema
+
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checks("date-time")(lambda value: not isinstance(value, str) or is_date_time(value))
+    return checker
+
+
+def non_finite(data: Any, path: str = "") -> Iterator[str]:
+    """JSON paths of NaN / Infinity anywhere in ``data``."""
+    if isinstance(data, float):
+        if not math.isfinite(data):
+            yield path or "(top level)"
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            yield from non_finite(value, f"{path}/{key}" if path else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from non_finite(value, f"{path}/{i}" if path else str(i))
+
+
+def _fail(source: str, where: str, problem: str) -> ResultFileError:
+    return ResultFileError(f"{source}: {where}: {problem}", hint=_HINT)
+
+
+def _negative_stat(stat: Any) -> str | None:
+    if not isinstance(stat, dict):
+        return None
+    for key in ("median",):
+        value = stat.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return key
+    for i, value in enumerate(stat.get("samples") or []):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            return f"samples/{i}"
+    return None
+
+
+def check_result(data: dict, source: str) -> None:
+    """The value checks of a schema-valid result (see the module docstring)."""
+    for where in non_finite(data):
+        raise _fail(source, where, "not a finite number (NaN or Infinity)")
+    run = data["run"]
+    for key in ("run_id", "cell_id"):
+        if not is_safe_id(run[key]):
+            raise _fail(source, f"run/{key}", f"{_show(run[key])} is not a safe id (letters, digits, ._+@()- ; no '..', no leading dot or dash)")
+    if not is_safe_id(data["environment"]["fingerprint_id"]):
+        raise _fail(source, "environment/fingerprint_id", f"{_show(data['environment']['fingerprint_id'])} is not a safe id")
+    if not is_date_time(run["timestamp"]):
+        raise _fail(source, "run/timestamp", f"{_show(run['timestamp'])} is not an RFC 3339 date-time (2026-11-22T02:00:00Z)")
+    url = run.get("workflow_run_url")
+    if url is not None and not is_https_url(url):
+        raise _fail(source, "run/workflow_run_url", f"{_show(url)} is not an https: URL")
+    for command, metrics in data["summary"].items():
+        for metric, stat in metrics.items():
+            bad = _negative_stat(stat)
+            if bad:
+                raise _fail(source, f"summary/{command}/{metric}/{bad}", "negative; a measured rate or latency is >= 0")
+    for r, rep in enumerate(data["repetitions"]):
+        for k, record in enumerate(rep["records"]):
+            for name, value in (record.get("latency_ms") or {}).items():
+                if value < 0:
+                    raise _fail(source, f"repetitions/{r}/records/{k}/latency_ms/{name}", "negative latency")
+
+
+def check_point(point: Any, source: str) -> dict:
+    """One series line (docs/history-format.md): ids, timestamp, flags, finite non-negative metrics."""
+    if not isinstance(point, dict):
+        raise ResultFileError(f"{source}: not a series point (not an object)", hint=_RESTORE)
+    for key in ("run_id", "cell_id"):
+        if not is_safe_id(point.get(key)):
+            raise ResultFileError(f"{source}: {key} {_show(point.get(key))} is missing or not a safe id", hint=_RESTORE)
+    if not is_date_time(point.get("timestamp")):
+        raise ResultFileError(f"{source}: timestamp {_show(point.get('timestamp'))} is not an RFC 3339 date-time", hint=_RESTORE)
+    fp = point.get("fingerprint_id")
+    if fp is not None and not is_safe_id(fp):
+        raise ResultFileError(f"{source}: fingerprint_id {_show(fp)} is not a safe id", hint=_RESTORE)
+    if not isinstance(point.get("valid", True), bool):
+        raise ResultFileError(f"{source}: valid is not true/false", hint=_RESTORE)
+    flags = point.get("flags", [])
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise ResultFileError(f"{source}: flags is not a list of strings", hint=_RESTORE)
+    url = point.get("workflow_run_url")
+    if url is not None and not is_https_url(url):
+        raise ResultFileError(f"{source}: workflow_run_url {_show(url)} is not an https: URL", hint=_RESTORE)
+    metrics = point.get("metrics", {})
+    if not isinstance(metrics, dict):
+        raise ResultFileError(f"{source}: metrics is not an object", hint=_RESTORE)
+    for name, stat in metrics.items():
+        if not isinstance(stat, dict) or not _number(stat.get("median")):
+            raise ResultFileError(f"{source}: metrics/{name}/median is not a number", hint=_RESTORE)
+        for key, value in stat.items():
+            values = value if key == "samples" and isinstance(value, list) else [value]
+            for v in values:
+                if v is None and key in ("ci_low", "ci_high", "cv"):
+                    continue
+                if not _number(v) or not math.isfinite(v) or (v < 0 and key in ("median", "samples")):
+                    raise ResultFileError(f"{source}: metrics/{name}/{key} is {_show(v)}, not a finite number (>= 0 for median and samples)", hint=_RESTORE)
+    return point
+
+
+_RESTORE = "the history was edited or truncated; restore it from the gh-pages branch history (git log -- history/)"
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: repr, cut short (a hostile value may be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,499 @@
+"""Every fault and hostile input of issue 12, reproduced: each ends in a clear error with the
+documented exit code (7: a result or history file is corrupt or newer; 2: usage), names the
+file (and the field), prints no traceback, and changes nothing on disk (a hash of every file,
+mode and symlink under the history and the inputs is equal before and after).
+
+Commands run in-process through ``vkbench.cli.main`` (the real CLI edge: an exception that
+escaped it would be a traceback for the user, and fails the test here)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
+
+from factory import make_result, nightly_series, write_result  # noqa: E402
+
+from vkbench.alerts.issues import issue_body  # noqa: E402
+from vkbench.alerts.summary import render_summary  # noqa: E402
+from vkbench.history.store import HistoryStore, shard_digest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    code: int
+    out: str
+    err: str
+    escaped: BaseException | None = None
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def vk(*args: str) -> Outcome:
+    from vkbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code, escaped = 0, None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except BaseException as exc:          # would have been a traceback
+            escaped, code = exc, -1
+    return Outcome(code, out.getvalue(), err.getvalue(), escaped)
+
+
+def tree_hash(*roots: Path) -> str:
+    digest = hashlib.sha256()
+    for root in roots:
+        if not root.exists():
+            digest.update(f"{root}: absent\n".encode())
+            continue
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                digest.update(f"L {rel} -> {os.readlink(path)}\n".encode())
+            elif path.is_dir():
+                digest.update(f"D {rel} {path.stat().st_mode & 0o777:o}\n".encode())
+            else:
+                digest.update(f"F {rel} {path.stat().st_mode & 0o777:o} ".encode() + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def assert_refused(outcome: Outcome, code: int, *needles: str) -> None:
+    assert outcome.escaped is None, f"an exception escaped the CLI (a traceback): {outcome.escaped!r}"
+    assert "Traceback" not in outcome.text
+    assert outcome.code == code, outcome.text[-1500:]
+    for needle in needles:
+        assert needle in outcome.text, f"{needle!r} not in: {outcome.text[-1500:]}"
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+# -- a pristine history: 4 series (SET, GET x two machine classes), two months -----------------
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("pristine")
+    for machine in ("cloud-x86", "pi-cm4"):
+        for i in range(6):
+            write_result(base / "res", make_result(run_id=f"{machine}-{i}", machine_class=machine,
+                                                   timestamp=f"2026-{10 + i // 3}-{1 + i:02d}T02:00:00Z",
+                                                   rps={"SET": 4e5 + i, "GET": 4.5e5 - i}))
+    HistoryStore(base / "history").ingest([base / "res"])
+    assert len(HistoryStore(base / "history").series_ids()) == 4
+    assert vk("detect", "--history", base / "history").code == 0
+    return base
+
+
+@pytest.fixture
+def work(pristine, tmp_path) -> Path:
+    shutil.copytree(pristine / "history", tmp_path / "history")
+    write_result(tmp_path / "new", make_result(run_id="new-run", timestamp="2026-11-20T02:00:00Z"))
+    return tmp_path
+
+
+def one_shard(history: Path, month: str = "2026-10") -> tuple[str, Path]:
+    store = HistoryStore(history)
+    sid = store.series_ids()[0]
+    return sid, store.shard_path(sid, month)
+
+
+def reindex_shard(history: Path, sid: str, month: str) -> None:
+    """A hand edit that also fixed index.json's digest: only the line check can catch it."""
+    index_path = history / "index.json"
+    index = json.loads(index_path.read_text())
+    index["series"][sid]["shard_digests"][month] = shard_digest(HistoryStore(history).shard_path(sid, month).read_bytes())
+    index_path.write_text(json.dumps(index))
+
+
+# -- hostile result files: ingest and publish refuse them, nothing written ----------------------
+
+def _set(path: str, value):
+    def mutate(result: dict) -> dict:
+        node = result
+        *parents, last = path.split("/")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+        return result
+    return mutate
+
+
+RESULT_CASES = {
+    "cell_id-absolute": (_set("run/cell_id", "/tmp/vkbench-escape"), "run/cell_id"),
+    "cell_id-dotdot": (_set("run/cell_id", "../../secretstuff"), "run/cell_id"),
+    "cell_id-inner-dotdot": (_set("run/cell_id", "a/../../b"), "run/cell_id"),
+    "cell_id-hidden": (_set("run/cell_id", ".hidden"), "run/cell_id"),
+    "cell_id-huge": (_set("run/cell_id", "c" * 10_000), "run/cell_id"),
+    "run_id-dotdot": (_set("run/run_id", "../../../x"), "run/run_id"),
+    "run_id-newline": (_set("run/run_id", "a\nb"), "run/run_id"),
+    "fingerprint-dotdot": (_set("environment/fingerprint_id", "../../etc/x"), "environment/fingerprint_id"),
+    "timestamp-dotdot": (_set("run/timestamp", "../../../x"), "run/timestamp"),
+    "timestamp-not-a-date": (_set("run/timestamp", "not-a-date"), "run/timestamp"),
+    "timestamp-impossible": (_set("run/timestamp", "2026-13-45T99:00:00Z"), "run/timestamp"),
+    "workflow-url-javascript": (_set("run/workflow_run_url", "javascript:alert(1)"), "run/workflow_run_url"),
+    "workflow-url-markdown": (_set("run/workflow_run_url", "https://x/)[y](javascript:alert(1)"), "run/workflow_run_url"),
+    "rps-negative": (_set("summary/SET/rps/median", -5.0), "summary/SET/rps/median"),
+    "rps-string": (_set("summary/SET/rps/median", "fast"), "summary/SET/rps/median"),
+    "rps-nan": (_set("summary/SET/rps/median", float("nan")), "summary/SET/rps/median"),
+    "rps-infinity": (_set("summary/GET/rps/samples", [float("inf")]), "summary/GET/rps/samples/0"),
+    "record-rps-nan": (lambda r: (r["repetitions"][0]["records"][0].__setitem__("rps", float("nan")), r)[1], "repetitions/0/records/0/rps"),
+    "schema-version-0": (_set("schema_version", 0), "schema_version 0"),
+    "schema-version-newer": (_set("schema_version", 99), "schema_version 99 is newer"),
+}
+
+RAW_CASES = {
+    "binary": (os.urandom(512) + b"\xff\xfe", "corrupt JSON"),
+    "truncated": (b'{"schema_version": 1, "kind": "vkbench.result", "run": {', "corrupt JSON"),
+    "deeply-nested": (b"[" * 100_000 + b"]" * 100_000, "result"),
+    "top-level-list": (b"[]", "not a vkbench result"),
+}
+
+
+def _hostile_results(work: Path, case: str) -> tuple[Path, str]:
+    bad_dir = work / "bad"
+    bad_dir.mkdir()
+    if case in RESULT_CASES:
+        mutate, needle = RESULT_CASES[case]
+        data = json.dumps(mutate(make_result(run_id="hostile", timestamp="2026-11-21T02:00:00Z")))
+        (bad_dir / "hostile.json").write_text(data)     # json.dumps writes NaN/Infinity literals
+    else:
+        raw, needle = RAW_CASES[case]
+        (bad_dir / "hostile.json").write_bytes(raw)
+    return bad_dir, needle
+
+
+@pytest.mark.parametrize("case", [*RESULT_CASES, *RAW_CASES])
+def test_hostile_result_is_refused_by_ingest_and_publish(work, case):
+    bad_dir, needle = _hostile_results(work, case)
+    remote = work / "remote.git"
+    git("init", "-q", "--bare", str(remote))
+    before = tree_hash(work / "history", work / "new", bad_dir, remote)
+
+    ingest = vk("ingest", work / "new", bad_dir, "--history", work / "history")
+    assert_refused(ingest, 7, "hostile.json", needle)
+    publish = vk("publish", work / "new", bad_dir, "--repo-dir", remote, "--no-detect")
+    assert_refused(publish, 7, "hostile.json", needle)
+
+    assert tree_hash(work / "history", work / "new", bad_dir, remote) == before
+    assert not Path("/tmp/vkbench-escape.json").exists()
+
+
+def test_cell_id_cannot_copy_a_neighbouring_folder_into_the_history(work):
+    """The issue's case: cell_id ../../secretstuff made ingest copy secretstuff.raw/ (a key)."""
+    secret = work / "bad" / "secretstuff.raw"
+    secret.mkdir(parents=True)
+    (secret / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- fake")
+    result = _set("run/cell_id", "../../secretstuff")(make_result(run_id="r", timestamp="2026-11-21T02:00:00Z"))
+    (work / "bad" / "deep" / "x").mkdir(parents=True)
+    (work / "bad" / "deep" / "x" / "r.json").write_text(json.dumps(result))
+    before = tree_hash(work / "history", work / "bad")
+    assert_refused(vk("ingest", work / "bad" / "deep", "--history", work / "history"), 7, "run/cell_id")
+    assert tree_hash(work / "history", work / "bad") == before
+    assert not any("id_rsa" in p.name for p in (work / "history").rglob("*"))
+
+
+def test_symlink_in_a_raw_folder_is_refused(work):
+    secret = work / "secret.txt"
+    secret.write_text("not for the public branch")
+    result = make_result(run_id="raw-link", timestamp="2026-11-21T02:00:00Z")
+    path = write_result(work / "res2", result)
+    raw = path.parent / f"{result['run']['cell_id']}.raw"
+    raw.mkdir()
+    (raw / "rep-1.txt").symlink_to(secret)
+    before = tree_hash(work / "history")
+    assert_refused(vk("ingest", work / "res2", "--history", work / "history"), 7, "rep-1.txt", "symlink")
+    assert tree_hash(work / "history") == before
+
+
+# -- a damaged history: every reader stops with exit 7 naming the file, nothing written ---------
+
+def _delete_index(h: Path):
+    (h / "index.json").unlink()
+    return "--rebuild-index"
+
+
+def _truncate_mid_line(h: Path):
+    sid, shard = one_shard(h)
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) - 40])
+    return shard.name
+
+
+def _empty_shard(h: Path):
+    sid, shard = one_shard(h)
+    shard.write_bytes(b"")
+    return shard.name
+
+
+def _invalid_json_line(h: Path):
+    sid, shard = one_shard(h)
+    shard.write_bytes(shard.read_bytes() + b'{"run_id": "x", "timest\n')
+    return shard.name
+
+
+def _binary_shard(h: Path):
+    sid, shard = one_shard(h)
+    size = shard.stat().st_size
+    shard.write_bytes(os.urandom(size))          # same size: only the checksum can tell
+    return shard.name
+
+
+def _binary_shard_reindexed(h: Path):
+    sid, shard = one_shard(h)
+    shard.write_bytes(b"\x00\xff" * 64 + b"\n")
+    reindex_shard(h, sid, "2026-10")
+    return shard.name
+
+
+def _string_metric_reindexed(h: Path):
+    sid, shard = one_shard(h)
+    lines = shard.read_text().splitlines()
+    point = json.loads(lines[0])
+    point["metrics"]["rps"]["median"] = "fast"
+    shard.write_text("\n".join([json.dumps(point), *lines[1:]]) + "\n")
+    reindex_shard(h, sid, "2026-10")
+    return f"{shard.name}:1"
+
+
+def _nan_metric_reindexed(h: Path):
+    sid, shard = one_shard(h)
+    lines = shard.read_text().splitlines()
+    point = json.loads(lines[0])
+    point["metrics"]["rps"]["samples"] = [float("nan")]
+    shard.write_text("\n".join([json.dumps(point), *lines[1:]]) + "\n")
+    reindex_shard(h, sid, "2026-10")
+    return f"{shard.name}:1"
+
+
+def _javascript_url_reindexed(h: Path):
+    sid, shard = one_shard(h)
+    lines = shard.read_text().splitlines()
+    point = json.loads(lines[0])
+    point["workflow_run_url"] = "javascript:alert(document.cookie)"
+    shard.write_text("\n".join([json.dumps(point), *lines[1:]]) + "\n")
+    reindex_shard(h, sid, "2026-10")
+    return "workflow_run_url"
+
+
+def _newer_index_version(h: Path):
+    index = json.loads((h / "index.json").read_text())
+    index["history_version"] = 99
+    (h / "index.json").write_text(json.dumps(index))
+    return "history_version 99 is newer"
+
+
+def _newer_format_version(h: Path):
+    (h / "format.json").write_text('{"history_version": 99}')
+    return "history_version 99 is newer"
+
+
+def _unlisted_shard(h: Path):
+    sid, shard = one_shard(h)
+    extra = shard.with_name("2025-01.jsonl")
+    extra.write_bytes(shard.read_bytes())
+    return "2025-01.jsonl"
+
+
+def _interrupted_ingest(h: Path):
+    sid, shard = one_shard(h)
+    shutil.copyfile(h / "index.json", h / "index.pending.json")
+    shard.write_bytes(shard.read_bytes() + shard.read_bytes().splitlines(keepends=True)[0].replace(b'"run_id":"', b'"run_id":"z'))
+    return "index.pending.json"
+
+
+HISTORY_CASES = {
+    "index-deleted": _delete_index,
+    "shard-truncated-mid-line": _truncate_mid_line,
+    "shard-zero-bytes": _empty_shard,
+    "shard-invalid-json-line": _invalid_json_line,
+    "shard-binary-same-size": _binary_shard,
+    "shard-binary-reindexed": _binary_shard_reindexed,
+    "metric-string-reindexed": _string_metric_reindexed,
+    "metric-nan-reindexed": _nan_metric_reindexed,
+    "url-javascript-reindexed": _javascript_url_reindexed,
+    "index-newer-version": _newer_index_version,
+    "format-newer-version": _newer_format_version,
+    "shard-unlisted": _unlisted_shard,
+    "ingest-interrupted-mismatch": _interrupted_ingest,
+}
+
+READERS = {
+    "ingest": lambda w: ("ingest", w / "new", "--history", w / "history"),
+    "detect": lambda w: ("detect", "--history", w / "history", "--format", "markdown"),
+    "site-build": lambda w: ("site", "build", "--history", w / "history", "--out", w / "site"),
+    "alert": lambda w: ("alert", "--repo", "o/r", "--history", w / "history", "--dry-run"),
+}
+
+
+@pytest.mark.parametrize("case", list(HISTORY_CASES))
+def test_damaged_history_stops_every_reader(work, case):
+    needle = HISTORY_CASES[case](work / "history")
+    before = tree_hash(work / "history", work / "new")
+    for name, args in READERS.items():
+        outcome = vk(*args(work))
+        assert_refused(outcome, 7, needle)
+        assert tree_hash(work / "history", work / "new") == before, f"{name} changed the history"
+
+
+@pytest.mark.parametrize("case", ["index-deleted", "shard-truncated-mid-line", "shard-binary-same-size", "index-newer-version"])
+def test_damaged_history_on_the_branch_stops_publish(work, case):
+    remote = work / "remote.git"
+    git("init", "-q", "--bare", str(remote))
+    seed = work / "seed"
+    git("init", "-q", "-b", "gh-pages", str(seed))
+    shutil.copytree(work / "history", seed / "history")
+    needle = HISTORY_CASES[case](seed / "history")
+    git("add", "-A", cwd=seed)
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "seed", cwd=seed)
+    git("push", "-q", str(remote), "gh-pages", cwd=seed)
+    tip = git("rev-parse", "gh-pages", cwd=remote)
+    outcome = vk("publish", work / "new", "--repo-dir", remote)
+    assert_refused(outcome, 7, needle)
+    assert git("rev-parse", "gh-pages", cwd=remote) == tip
+
+
+def test_deleted_index_is_rebuilt_whole(work, pristine):
+    """The issue: a deleted index made ingest keep 2 of 4 series. Now: refused, then rebuilt."""
+    (work / "history" / "index.json").unlink()
+    assert_refused(vk("ingest", work / "new", "--history", work / "history"), 7, "--rebuild-index")
+    assert vk("ingest", "--history", work / "history", "--rebuild-index").code == 0
+    rebuilt = HistoryStore(work / "history").index()
+    original = HistoryStore(pristine / "history").index()
+    assert rebuilt["series"] == original["series"] and len(rebuilt["series"]) == 4
+    assert vk("ingest", work / "new", "--history", work / "history").code == 0
+
+
+def test_interrupted_ingest_is_completed_by_the_next(work, monkeypatch):
+    """A crash between the shard renames and the index: readers stop (exit 7), the next ingest
+    completes it, nothing is lost or doubled."""
+    def crash(self, index):
+        raise KeyboardInterrupt("power cut")
+
+    monkeypatch.setattr(HistoryStore, "write_index", crash)
+    with pytest.raises(KeyboardInterrupt):
+        HistoryStore(work / "history").ingest([work / "new"])
+    monkeypatch.undo()
+    assert_refused(vk("detect", "--history", work / "history"), 7, "index.pending.json")
+    outcome = vk("ingest", work / "new", "--history", work / "history")
+    assert outcome.code == 0 and "completed an interrupted ingest" in outcome.text
+    store = HistoryStore(work / "history")
+    store.verify(deep=True)
+    assert sum(e["points"] for e in store.index()["series"].values()) == 4 * 6 + 2
+
+
+def test_version_1_history_is_still_read_and_checked(work):
+    h = work / "history"
+    index = json.loads((h / "index.json").read_text())
+    index["history_version"] = 1
+    for entry in index["series"].values():
+        entry.pop("shard_digests")
+    (h / "index.json").write_text(json.dumps(index))
+    (h / "format.json").write_text('{"history_version": 1}')
+    assert vk("detect", "--history", h, "--no-write").code == 0                  # readable
+    _truncate_mid_line(h)
+    assert_refused(vk("detect", "--history", h, "--no-write"), 7)                 # still checked
+
+
+def test_version_1_history_migrates_on_ingest(pristine, tmp_path):
+    h = tmp_path / "history"
+    shutil.copytree(pristine / "history", h)
+    index = json.loads((h / "index.json").read_text())
+    index["history_version"] = 1
+    for entry in index["series"].values():
+        entry.pop("shard_digests")
+    (h / "index.json").write_text(json.dumps(index))
+    (h / "format.json").write_text('{"history_version": 1}')
+    write_result(tmp_path / "new", make_result(run_id="after-migration", timestamp="2026-11-22T02:00:00Z"))
+    outcome = vk("ingest", tmp_path / "new", "--history", h)
+    assert outcome.code == 0 and "migrated 1 -> 2" in outcome.text
+    assert json.loads((h / "format.json").read_text()) == {"history_version": 2}
+    HistoryStore(h).verify(deep=True)
+
+
+# -- Markdown injection -------------------------------------------------------------------------
+
+EVIL = "[x](javascript:alert(1)) <img src=x onerror=alert(1)> `code` | pipe\n# heading"
+
+
+def _evil_detection() -> dict:
+    ref = {"run_id": "r`1", "version": EVIL, "commit": "not-hex)](javascript:alert(1)", "timestamp": "2026-11-01",
+           "workflow_run_url": "javascript:alert(1)"}
+    incident = {"id": "abc-->\n<script>", "title": EVIL, "status": "open", "direction": "regression", "metric": "rps",
+                "magnitude": -0.1, "series_ids": ["s1"], "machine_class": EVIL, "good": ref, "bad": dict(ref),
+                "annotation": {"action": "silence", "reason": EVIL}, "engine": "valkey", "silenced": False}
+    cp = {"series_id": "s1", "series_name": EVIL, "metric": "rps", "magnitude": -0.1, "p_value": 0.001,
+          "level_before": 1.0, "level_after": 0.9, "runs": {"before": [1], "after": [2]}, "incident_id": incident["id"]}
+    return {"series": 1, "runs": 2, "change_points": [cp], "incidents": [incident]}
+
+
+def _assert_inert(markdown: str) -> None:
+    # what Markdown would interpret: escaped characters and code spans are literal text
+    live = re.sub(r"`[^`]*`", "CODE", re.sub(r"\\.", "_", markdown))
+    assert "](javascript:" not in live and "](data:" not in live
+    assert "<img" not in live and "<script" not in live
+    assert not any(line.startswith("# heading") for line in markdown.splitlines())
+    for line in markdown.splitlines():
+        if line.startswith("| ") and "javascript" in line:       # table rows keep their column count
+            assert line.replace("\\|", "").count("|") == 7
+
+
+def test_markdown_summary_and_issue_body_are_inert():
+    detection = _evil_detection()
+    _assert_inert(render_summary(detection, site_url="javascript:alert(1)"))
+    body = issue_body(detection["incidents"][0], detection["change_points"], repo="o/r")
+    _assert_inert(body)
+    first = body.splitlines()[0]
+    assert first.startswith("<!-- vkbench-incident: abc") and first.endswith(" -->") and first.count("-->") == 1
+
+
+def test_detect_markdown_from_a_history_with_hostile_names(tmp_path):
+    paths = nightly_series(tmp_path / "res", [4e5] * 8 + [2.5e5] * 8, command="[x](javascript:alert(1))")
+    assert vk("ingest", *paths, "--history", tmp_path / "h").code == 0
+    outcome = vk("detect", "--history", tmp_path / "h", "--format", "markdown")
+    assert outcome.code == 0 and outcome.escaped is None
+    _assert_inert(outcome.out)
+
+
+def test_site_links_accept_only_https():
+    script = (
+        "const { safeHref } = await import(process.argv[1]);"
+        "const cases = ['javascript:alert(1)', 'JAVASCRIPT:x', 'data:text/html,x', 'http://x', ' https://x', "
+        "'https://github.com/o/r/actions/runs/1', null, 42];"
+        "console.log(JSON.stringify(cases.map((c) => safeHref(c))));"
+    )
+    ui = REPO / "bench" / "vkbench" / "site" / "static" / "ui.js"
+    proc = subprocess.run(["node", "--input-type=module", "-e", script, ui.as_uri()], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [None, None, None, None, None, "https://github.com/o/r/actions/runs/1", None, None]
+
+
+def test_hostile_case_counts():
+    """For the hardening note: hostile inputs tried here, by area."""
+    counts = {"result files (ingest+publish)": len(RESULT_CASES) + len(RAW_CASES) + 2,
+              "history damage (ingest, detect, site build, alert)": len(HISTORY_CASES) * len(READERS),
+              "history damage (publish)": 4, "markdown": 3}
+    print("\nhostile cases:", counts)
+    assert all(counts.values())

@@ -1,0 +1,88 @@
+"""On real servers on this machine: the io-threads advisor recommends io-threads 1 with the
+client on the same 2-core box (and says why), every result carries the server's own evidence,
+and --profile records folded stacks with perf during one extra, unmeasured repetition."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vkbench.profile import profile_diff
+from vkbench.profile.folded import read as read_folded
+from vkbench.results.io import load_result
+
+pytestmark = pytest.mark.integration
+
+SWEEP = {"server": "valkey:9.1.2", "requests": 100000, "keyspace": 5000, "pipeline": 16, "repetitions": 3, "warmup": 2000}
+
+
+def vkbench(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "vkbench", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sweep")
+    cells = [arg for io in (1, 2) for arg in ("--cell", json.dumps({**SWEEP, "io_threads": io}))]
+    proc = vkbench("run", *cells, "--interleave", "--out", str(out), "--machine-class", "this-box", "--profile")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def test_advisor_recommends_io_threads_1_with_the_client_on_this_box(sweep):
+    if (os.cpu_count() or 0) > 2:
+        pytest.fail("this test describes the 2-core CI machine kind; on more cores io-threads 2 may win")
+    proc = vkbench("advise", str(sweep), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    advice = json.loads(proc.stdout)["advice"]
+    assert {a["command"] for a in advice} == {"SET", "GET"}
+    for a in advice:
+        assert a["recommended"] == 1, a["sentence"]
+        assert a["client_on_box"] and a["server_cores"] == 2
+        # Why: io-threads 2 plus the client's thread need 3 cores of 2.
+        assert {"code": "oversubscribed", "io_threads": 2} in [{k: w[k] for k in ("code", "io_threads")} for w in a["warnings"]]
+        assert a["sentence"].startswith("use io-threads 1 on this-box")
+        assert "the client shares the machine's 2 cores" in a["sentence"], a["sentence"]
+        assert "io-threads 2 oversubscribes them" in a["sentence"], a["sentence"]
+    md = vkbench("advise", str(sweep), "--format", "markdown")
+    assert md.returncode == 0 and "## io-threads advice" in md.stdout
+
+
+def test_results_carry_the_servers_own_evidence(sweep):
+    for path in sweep.glob("*.json"):
+        result = load_result(path)
+        for rep in result["repetitions"]:
+            server = rep["server"]
+            assert server.get("error") is None and server["primaries"] == 1 and server["reset"]
+            # The tool's requests reached the server: calls of the measured window, per command.
+            assert server["commands"]["SET"]["calls"] >= SWEEP["requests"]
+            assert server["commands"]["GET"]["calls"] >= SWEEP["requests"]
+            assert server["commands"]["SET"]["usec_per_call"] > 0
+            assert server["cpu"]["cores"] > 0
+            assert server["latency_usec"]["SET"]["p99"] >= server["latency_usec"]["SET"]["p50"]
+
+
+def test_profile_is_recorded_beside_the_result_and_never_measured(sweep):
+    results = {load_result(p)["dimensions"]["io_threads"]: (p, load_result(p)) for p in sweep.glob("*.json")}
+    for io, (path, result) in results.items():
+        profile = result["profile"]
+        assert profile["status"] == "recorded", profile.get("reason")
+        assert len(result["repetitions"]) == SWEEP["repetitions"]      # the profiled one is extra
+        assert [r["index"] for r in result["repetitions"]] == [0, 1, 2]
+        stacks = read_folded(path.parent / profile["file"])
+        assert sum(stacks.values()) == profile["samples"] > 0
+        assert profile["bytes"] <= 256 * 1024
+        assert profile["symbols"]["symtab"] is True   # the cached 9.1.2 binary is not stripped
+        assert set(profile["repetition"]["rps"]) == {"SET", "GET"}
+        threads = {s.split(";", 1)[0] for s in stacks}
+        assert "valkey-server" in threads
+        if io == 2:
+            assert any(t.startswith("io_thd") for t in threads)
+    # The lead's incident diff reads result files directly.
+    rows = profile_diff(results[1][0], results[2][0])
+    assert rows and all(-1 <= r.self_delta <= 1 for r in rows)

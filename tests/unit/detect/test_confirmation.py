@@ -1,0 +1,101 @@
+"""Same-night confirmation: a drop on the newest night of a source-built series is a candidate
+(not an alarm); the A/B's verdict makes it an incident, or records it as rejected forever."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from factory import make_result, write_result
+
+from vkbench.cli.confirm import confirm_cmd
+from vkbench.detect import run_detection
+from vkbench.detect.candidates import find_candidate
+from vkbench.history import HistoryStore
+
+REPO = "https://github.com/valkey-io/valkey"
+
+
+def commit_of(night: int) -> str:
+    return f"{night:06x}" + "cd" * 17
+
+
+def source_history(tmp_path, nights: int, drop_from: int, factor: float, *, cv=0.01, version="unstable"):
+    rng = np.random.default_rng(3)
+    out = tmp_path / "res"
+    for night in range(nights):
+        level = factor if night >= drop_from else 1.0
+        result = make_result(run_id=f"night-{night:03d}", cell_id="io1", rps={"SET": 400_000 * level * (1 + rng.normal(0, cv))},
+                             io_threads=1, spread=cv / 2, timestamp=f"2026-10-{night + 1:02d}T02:00:00Z",
+                             commit=commit_of(night), version=version)
+        result["subject"]["code"] = {"url": REPO, "commit": commit_of(night), "ref": version}
+        result["subject"]["build"] = {"source": "source-build", "id": "sha256:x", "config": {"id": "cfg1", "malloc": "libc"}}
+        write_result(out / f"{night:03d}", result)
+    HistoryStore(tmp_path / "h").ingest([out])
+    return tmp_path / "h"
+
+
+def test_find_candidate_on_the_newest_nights_only():
+    flat = [100.0 + (i % 3) * 0.3 for i in range(20)]
+    assert find_candidate(flat) is None
+    one = find_candidate([*flat, 90.0])
+    assert one is not None and one.index == 20 and one.after == 1 and one.magnitude == pytest.approx(-0.1, abs=0.01)
+    two = find_candidate([*flat, 90.0, 90.5])
+    assert two.index == 20 and two.after == 2
+    assert find_candidate([*flat, 110.0]) is None                                  # improvements wait
+    assert find_candidate([*flat, 100.5]) is None                                  # inside the noise
+    assert find_candidate([*flat, 90.0], accepted=[20]) is None                    # detection has it
+    latency = find_candidate([*flat, 112.0], bigger_is_better=False)               # latency up = worse
+    assert latency is not None and latency.direction == "regression" and latency.magnitude > 0
+    assert find_candidate([*flat, 90.0], fingerprints=["a"] * 20 + ["b"]) is None  # a new machine
+
+
+@pytest.fixture
+def candidate_history(tmp_path):
+    return source_history(tmp_path, nights=25, drop_from=24, factor=0.9)
+
+
+def _ab(tmp_path, request, change, ci):
+    report = {"base": {"commit": request["good"]["commit"]}, "candidate": {"commit": request["bad"]["commit"]},
+              "rows": [{"cell": "standalone io1", "command": "SET", "change": change, "ci_low": ci[0], "ci_high": ci[1],
+                        "mde": 0.015, "rounds": 8}]}
+    path = tmp_path / f"ab-{change}.json"
+    path.write_text(json.dumps(report))
+    return path
+
+
+def test_candidate_waits_then_a_confirming_ab_makes_it_an_incident(candidate_history, tmp_path):
+    doc = run_detection(candidate_history, write=False)
+    assert doc["incidents"] == []                               # one night: no alarm from persistence
+    (request,) = doc["confirmation"]["waiting"]
+    assert request["good"]["commit"] == commit_of(23) and request["bad"]["commit"] == commit_of(24)
+    assert request["repository"] == REPO and request["cell"]["io_threads"] == 1
+    out = CliRunner().invoke(confirm_cmd, ["--history", str(candidate_history), "--id", request["id"],
+                                           "--ab", str(_ab(tmp_path, request, -0.1, (-0.12, -0.08)))])
+    assert out.exit_code == 0, out.output
+    assert "confirmed" in out.output
+    doc = run_detection(candidate_history, write=False)
+    (incident,) = doc["incidents"]
+    assert incident["confirmation"]["change"] == -0.1 and incident["confirmation"]["ci_high"] == -0.08
+    assert incident["status"] == "open" and incident["bad"]["commit"] == commit_of(24)
+    assert doc["confirmation"]["waiting"] == []
+
+
+def test_a_rejecting_ab_is_recorded_and_never_alerts(candidate_history, tmp_path):
+    (request,) = run_detection(candidate_history, write=False)["confirmation"]["waiting"]
+    out = CliRunner().invoke(confirm_cmd, ["--history", str(candidate_history), "--id", request["id"],
+                                           "--ab", str(_ab(tmp_path, request, -0.004, (-0.015, 0.007)))])
+    assert out.exit_code == 0 and "rejected" in out.output
+    doc = run_detection(candidate_history, write=False)
+    assert doc["incidents"] == [] and doc["confirmation"] == {"waiting": [], "rejected": [request["id"]]}
+    # A wrong A/B (other commits) or an unknown id is refused.
+    bad = CliRunner().invoke(confirm_cmd, ["--history", str(candidate_history), "--id", "confirm-nope",
+                                           "--ab", str(_ab(tmp_path, request, -0.1, (-0.12, -0.08)))])
+    assert bad.exit_code != 0
+
+
+def test_releases_get_no_confirmation(tmp_path):
+    history = source_history(tmp_path, nights=25, drop_from=24, factor=0.9, version="9.1.2")
+    assert "confirmation" not in run_detection(history, write=False)

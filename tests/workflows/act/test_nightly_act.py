@@ -1,0 +1,76 @@
+"""nightly.yml on its schedule, run by act on this host: through workflow_call into benchmark.yml.
+
+The nightly preset on every runner class is hours of work; two narrowings keep it to minutes,
+both outside the workflow files:
+
+- the versions, through the repository variable the workflow reads (VKBENCH_NIGHTLY_VERSIONS),
+  set here in NIGHTLY_VERSIONS: the one place to change which builds the nightly test measures;
+- the cells act runs, with act's own `--matrix id:<cell id>` filter (the plan job still plans
+  the whole nightly for those versions, and the test checks that count).
+
+Then publish (history, site, github-action-benchmark) into a local bare repository standing in
+for gh-pages, and alert against a fake GitHub REST API. Stand-ins: act_harness.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import act_harness as ah
+
+#: Which builds the nightly measures here (repository variable VKBENCH_NIGHTLY_VERSIONS). 8.0.1:
+#: the version the compose backend runs here without a registry (test_benchmark_act.py).
+NIGHTLY_VERSIONS = "valkey:8.0.1"
+#: The runner classes nightly.yml passes to benchmark.yml.
+NIGHTLY_RUNNERS = "pi-cm4,cloud-x86,cloud-arm64"
+
+
+def run_here(cell: dict) -> bool:
+    """The cells act runs: one standalone cell per version, on one class."""
+    spec = json.loads(cell["cell"])
+    return (cell["runner"] == "cloud-x86" and spec.get("topology", "standalone") == "standalone"
+            and spec.get("io_threads", 1) == 1 and spec.get("pipeline", 1) == 16)
+
+
+def planned_cells() -> list[dict]:
+    out = subprocess.run([sys.executable, "-m", "vkbench", "matrix", "nightly", "--format", "github",
+                          "--versions", NIGHTLY_VERSIONS, "--runners", NIGHTLY_RUNNERS],
+                         check=True, capture_output=True, text=True, timeout=120).stdout
+    return json.loads(out)["include"]
+
+
+def test_scheduled_nightly_through_workflow_call(act_runner, pages, tmp_path):
+    planned = planned_cells()
+    chosen = [c for c in planned if run_here(c)]
+    assert 1 <= len(chosen) < len(planned)
+    act_runner.env["HOME"] = str(ah.job_home(tmp_path, pages))
+    act_runner.secrets["GITHUB_TOKEN"] = ah.FAKE_TOKEN
+    act_runner.variables["VKBENCH_NIGHTLY_VERSIONS"] = NIGHTLY_VERSIONS
+    act_runner.matrix = [f"id:{c['id']}" for c in chosen]
+    event = {"schedule": "17 2 * * *", "repository": ah.repository_payload(), "workflow": ".github/workflows/nightly.yml",
+             "sender": {"login": "github-actions[bot]"}}
+    with ah.FakeGitHub(act_runner.head_sha) as api:
+        act_runner.env["GITHUB_API_URL"] = api.url
+        result = act_runner.run("schedule", "nightly.yml", event, timeout=1500)
+    print(f"nightly.yml under act: {result.seconds:.0f}s")
+
+    assert result.returncode == 0, result.describe()
+    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", *(c["name"] for c in chosen))}, \
+        result.describe()
+
+    # The plan job planned the whole nightly for these versions on every class.
+    summaries = "\n".join(result.summaries())
+    assert f"Benchmark plan: {len(planned)} cells" in summaries
+    for runner in NIGHTLY_RUNNERS.split(","):
+        assert f"| `{runner}` |" in summaries
+
+    branch = ah.pages_checkout(pages, tmp_path / "pages-check")
+    index = json.loads((branch / "history" / "index.json").read_text())
+    assert sum(s["points"] for s in index["series"].values()) == len(chosen) * 2, index
+    runs = [json.loads(p.read_text()) for p in (branch / "history" / "runs").rglob("*.json")]
+    assert runs and all(r["run"]["trigger"] == "schedule" for r in runs), [r["run"] for r in runs]
+    assert (branch / "site" / "index.html").is_file()
+    assert any(c["path"].startswith(f"/repos/{ah.OWNER_REPO}/issues") for c in api.calls), api.calls
+    assert ah.secret_leaks(result, [ah.FAKE_TOKEN]) == []

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The A/B of two commits (or a pull request) of a Valkey repository, for ab.yml.
+#
+#   tools/ci/ab.sh check   validate the inputs only (a GitHub-hosted job, before any runner is used)
+#   tools/ci/ab.sh run     build both sides from source and run them interleaved (`vkbench ab`)
+#
+#   VKBENCH_AB_REPOSITORY  https URL of the Valkey repository (github.com or gitlab.com)
+#   VKBENCH_AB_BASE        base ref: branch, tag or 7-40 hex commit
+#   VKBENCH_AB_CANDIDATE   candidate ref (or empty with VKBENCH_AB_PR)
+#   VKBENCH_AB_PR          pull request number of that repository (or empty)
+#   VKBENCH_AB_PRESET      cells (default ab); VKBENCH_AB_MAX_ROUNDS (default 20)
+#   VKBENCH_AB_CELL        one cell (JSON) instead of the preset; VKBENCH_AB_CONFIRM a candidate id
+#   VKBENCH_MACHINE_CLASS  the runner class; VKBENCH_AB_DIR output (default vkbench-ab)
+#
+# The inputs come from a dispatch form: they are checked against strict patterns and passed to
+# vkbench as separate arguments, never through a shell string. No secret is in this job's env.
+set -euo pipefail
+# shellcheck source=tools/ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+mode="${1:-}"
+repo="${VKBENCH_AB_REPOSITORY:-}"
+base="${VKBENCH_AB_BASE:-}"
+cand="${VKBENCH_AB_CANDIDATE:-}"
+pr="${VKBENCH_AB_PR:-}"
+preset="${VKBENCH_AB_PRESET:-ab}"
+max_rounds="${VKBENCH_AB_MAX_ROUNDS:-20}"
+ref_re='^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$'
+
+fail() { ci_error "A/B inputs" "$1"; exit 2; }
+[[ "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] \
+  || fail "repository must be an https URL of a github.com or gitlab.com repository"
+[[ "$base" =~ $ref_re && "$base" != *..* ]] || fail "base must be a branch, tag or commit"
+if [[ -n "$pr" ]]; then
+  [[ -z "$cand" ]] || fail "give a candidate or a pull request number, not both"
+  [[ "$pr" =~ ^[1-9][0-9]{0,6}$ ]] || fail "pr must be a pull request number"
+else
+  [[ "$cand" =~ $ref_re && "$cand" != *..* ]] || fail "candidate must be a branch, tag or commit (or give pr)"
+fi
+[[ "$preset" =~ ^[a-z0-9-]{1,40}$ ]] || fail "preset must be a preset name"
+confirm="${VKBENCH_AB_CONFIRM:-}"
+[[ -z "$confirm" || "$confirm" =~ ^confirm-[0-9a-f]{12}$ ]] || fail "confirm must be confirm-<12 hex>"
+cell="${VKBENCH_AB_CELL:-}"
+(( ${#cell} <= 2000 )) || fail "cell is too long"   # its content is validated by vkbench (exit 2)
+if [[ ! "$max_rounds" =~ ^[0-9]{1,3}$ ]] || (( max_rounds < 4 || max_rounds > 200 )); then
+  fail "max_rounds must be 4..200"
+fi
+
+case "$mode" in
+  check)
+    ci_untrusted_log "A/B of ${repo}: base ${base}, candidate ${cand:-pull request #${pr}}"
+    exit 0 ;;
+  run) ;;
+  *) ci_error "A/B" "usage: tools/ci/ab.sh check|run"; exit 2 ;;
+esac
+
+[[ -n "${VKBENCH_MACHINE_CLASS:-}" ]] || fail "VKBENCH_MACHINE_CLASS is empty"
+dir="${VKBENCH_AB_DIR:-vkbench-ab}"
+args=(ab --repo "$repo" --base "$base" --preset "$preset" --max-rounds "$max_rounds"
+  --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}")
+if [[ -n "$pr" ]]; then args+=(--pr "$pr"); else args+=(--candidate "$cand"); fi
+[[ -n "$cell" ]] && args+=(--cell "$cell")
+# vkbench ab appends its table to $GITHUB_STEP_SUMMARY itself.
+"$VKBENCH" "${args[@]}"
