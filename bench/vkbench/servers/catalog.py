@@ -74,7 +74,9 @@ MEMTIER_HINT = (
 # A git ref for the source-build recipe: a branch, a tag or a commit; never an option ("-...").
 GIT_REF = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$")
 _EXACT = re.compile(r"^\d+\.\d+\.\d+$")
-_SHORT = re.compile(r"^\d+(\.\d+)?$")
+#: A short release (``9``, ``9.1``): at most three digits per part, so that a short commit SHA made
+#: only of digits (``1234567``) stays a git ref.
+_SHORT = re.compile(r"^\d{1,3}(\.\d{1,3})?$")
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -116,6 +118,11 @@ def map_version(engine: str, version: str) -> str:
             f"(valkey only) or a path to a binary",
         )
     return version
+
+
+def is_release_alias(version: str) -> bool:
+    """``latest`` or a short version (``9.1``): names a known release through map_version, never a ref."""
+    return version == "latest" or bool(_SHORT.match(version))
 
 
 def is_exact_release(version: str) -> bool:

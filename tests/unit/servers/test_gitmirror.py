@@ -10,6 +10,7 @@ import pytest
 from vkbench.errors import MissingBinaryError
 from vkbench.servers import source_build
 from vkbench.servers.gitmirror import Mirror, git_error, mirror_name, redact
+from vkbench.servers.catalog import map_version
 from vkbench.servers.resolve import is_source_version
 
 
@@ -82,6 +83,13 @@ def test_grammar_and_helpers():
     assert is_source_version("valkey", "c419524")
     assert not is_source_version("valkey", "8.0.1") and not is_source_version("redis", "unstable")
     assert not is_source_version("valkey", "/opt/valkey-server")
+    # Release aliases are releases, never refs: compose must run their image, not a source build.
+    for alias in ("9.1", "9", "8.0", "latest"):
+        assert not is_source_version("valkey", alias), alias
+    assert is_source_version("valkey", "8.0@source")
+    # A short SHA of digits only is a ref, not a release "1234567".
+    assert is_source_version("valkey", "1234567")
+    assert map_version("valkey", "1234567") == "1234567"
     assert redact("https://x-access-token:abc@github.com/o/r") == "https://***@github.com/o/r"
     assert mirror_name("https://github.com/valkey-io/valkey.git").startswith("valkey-")
     assert mirror_name("a") != mirror_name("b")
