@@ -223,9 +223,10 @@ def test_replication_1_replica_linked_and_in_sync(tmp_path):
 
 @pytest.fixture
 def loaded_machine():
-    """Busy loops on twice as many processes as cores, each bounded by `timeout` and killed after
-    the test: the load under which a cluster stack's `compose up` once hung for 300 s (issue 9)."""
-    hogs = [subprocess.Popen(["timeout", "240", sys.executable, "-c", "while True: pass"])
+    """Busy loops on twice as many processes as cores, killed after the test: the load under which
+    a cluster stack's `compose up` once hung for 300 s (issue 9). Each loop ends by itself after
+    240 s too: killing a `timeout` wrapper leaves its child running forever (it did, for an hour)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", HOG], start_new_session=True)
             for _ in range(2 * (os.cpu_count() or 1))]
     try:
         yield
@@ -233,6 +234,11 @@ def loaded_machine():
         for hog in hogs:
             hog.kill()
             hog.wait()
+        assert all(hog.poll() is not None for hog in hogs)
+
+
+#: A CPU hog bounded in time by itself.
+HOG = "import time\nend = time.monotonic() + 240\nwhile time.monotonic() < end:\n    pass\n"
 
 
 def test_cluster_stacks_come_up_while_the_machine_is_loaded(tmp_path, loaded_machine):
