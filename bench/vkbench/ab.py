@@ -184,6 +184,9 @@ class ABOptions:
     requests: int | None = None          # override every template's request count (tests, quick looks)
     machine_class: str | None = None
     trigger: str = "ab"
+    #: The commit the candidate must resolve to (a pull request's head when a maintainer approved
+    #: it): a pull request that moved since is refused, never benchmarked unreviewed.
+    expect_candidate: str | None = None
 
 
 @contextlib.contextmanager
@@ -257,6 +260,14 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
     if options.min_rounds < 2 or options.max_rounds < options.min_rounds:
         raise UsageError("need 2 <= --min-rounds <= --max-rounds", hint="e.g. --min-rounds 4 --max-rounds 20")
     with repository(url):
+        if options.expect_candidate:
+            # Before anything is built: code nobody approved never runs, not even its Makefile.
+            head = Mirror.for_url(url).resolve(options.candidate)
+            if not head.startswith(options.expect_candidate.lower()):
+                raise UsageError(
+                    f"{options.candidate} is now {head[:12]}, not the approved {options.expect_candidate[:12]}",
+                    hint="the pull request changed after the A/B was requested: request it again (re-add the label) "
+                    "so that the new head is reviewed before it runs")
         base = prepare(url, options.base, "base", progress)
         candidate = prepare(url, options.candidate, "candidate", progress)
         templates = template_cells(options)

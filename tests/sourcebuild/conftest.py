@@ -5,8 +5,8 @@ The repository is ``$VKBENCH_VALKEY_GIT_URL`` (.ci/run points it at a local snap
 repository; by default upstream on GitHub). Builds go to the normal vkbench cache
 (``$VKBENCH_CACHE``, where the setup put the client tools), keyed by commit and build
 configuration, with ccache under it: every test of the session, and every later session, reuses
-them. LTO is off (``VKBENCH_BUILD_LTO=no``): its link step is not cached by ccache and takes
-minutes on 2 cores; both sides of every A/B are built the same way.
+them. The commit and the configuration are tests/source_builds.py's, shared with the workflow
+tests under act.
 
 ``slowdown_repo`` (reused by other tests, e.g. profile diffs): a local clone where the fixture
 itself adds, on top of ``BASE_COMMIT``, a neutral commit, a commit that makes ``call()`` in
@@ -16,16 +16,15 @@ src/server.c do extra work for every command, and another neutral commit.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from source_builds import BASE_COMMIT, BUILD_ENV, commit_readme_note, git  # tests/ is on sys.path
 from vkbench.servers import source_build
 
-#: A commit of Valkey's unstable (October 2024) that is in the snapshot .ci/run uses.
-BASE_COMMIT = "c419524"
+__all__ = ["BASE_COMMIT", "git"]
 SLOW_FUNCTION = "call"
 #: Extra work per command in call(): a few microseconds, several times a command's own cost.
 SLOWDOWN_LOOP = (
@@ -33,18 +32,6 @@ SLOWDOWN_LOOP = (
     "    for (volatile int vkbench_spin = 0; vkbench_spin < 8000; vkbench_spin++) {\n"
     "    }\n"
 )
-_GIT_ENV = {"GIT_AUTHOR_NAME": "vkbench test", "GIT_AUTHOR_EMAIL": "test@vkbench.invalid",
-            "GIT_COMMITTER_NAME": "vkbench test", "GIT_COMMITTER_EMAIL": "test@vkbench.invalid"}
-
-
-def git(cwd: Path, *args: str, date: str | None = None) -> str:
-    env = {**os.environ, **_GIT_ENV}
-    if date:
-        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True,
-                          timeout=600).stdout.strip()
-
-
 @pytest.fixture(scope="session")
 def valkey_url() -> str:
     return source_build.repo_url()
@@ -52,10 +39,9 @@ def valkey_url() -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def build_settings():
-    """LTO off and a niced build for every source build of the session."""
-    saved = {k: os.environ.get(k) for k in ("VKBENCH_BUILD_LTO", "VKBENCH_BUILD_NICE")}
-    os.environ["VKBENCH_BUILD_LTO"] = "no"
-    os.environ.setdefault("VKBENCH_BUILD_NICE", "10")
+    """The suite's build configuration (source_builds.BUILD_ENV) for every source build of the session."""
+    saved = {k: os.environ.get(k) for k in BUILD_ENV}
+    os.environ.update(BUILD_ENV)
     yield
     for key, value in saved.items():
         if value is None:
@@ -95,17 +81,10 @@ def slowdown_repo(tmp_path_factory: pytest.TempPathFactory, valkey_url: str) -> 
     git(root, "fetch", "-q", "--update-shallow", valkey_url, "+refs/heads/unstable:refs/remotes/origin/unstable")
     good = git(root, "rev-parse", f"{BASE_COMMIT}^{{commit}}")
     git(root, "checkout", "-q", "-b", "slowdown", good)
-    when = "2024-10-30T12:00:00Z"
-    with open(root / "README.md", "a") as handle:
-        handle.write("\n<!-- vkbench test: a neutral change -->\n")
-    git(root, "commit", "-q", "-am", "neutral: a README comment", date=when)
-    neutral = git(root, "rev-parse", "HEAD")
+    neutral = commit_readme_note(root, "a neutral change", "neutral: a README comment")
     server_c = root / "src" / "server.c"
     server_c.write_text(add_slowdown(server_c.read_text()))
-    git(root, "commit", "-q", "-am", "slow: extra work for every command in call()", date=when)
+    git(root, "commit", "-q", "-am", "slow: extra work for every command in call()")
     culprit = git(root, "rev-parse", "HEAD")
-    with open(root / "README.md", "a") as handle:
-        handle.write("<!-- vkbench test: another neutral change -->\n")
-    git(root, "commit", "-q", "-am", "neutral: another README comment", date=when)
-    bad = git(root, "rev-parse", "HEAD")
+    bad = commit_readme_note(root, "another neutral change", "neutral: another README comment")
     return SlowdownRepo(root, f"file://{root}", good, neutral, culprit, bad, SLOW_FUNCTION, "src/server.c")

@@ -14,6 +14,8 @@ from vkbench.ab import ABOptions, pr_ref, run_ab
 from vkbench.bisect import run_bisect
 from vkbench.matrix.model import Cell
 
+from .conftest import git
+
 pytestmark = pytest.mark.sourcebuild
 
 #: Small and quick: the deliberate slowdown is several times the noise of this machine.
@@ -58,3 +60,16 @@ def test_ab_cli_needs_exactly_one_candidate(slowdown_repo):
     assert proc.returncode == 2 and "--candidate" in proc.stderr
     assert pr_ref("https://github.com/valkey-io/valkey", 12) == "refs/pull/12/head"
     assert pr_ref("https://gitlab.com/o/valkey", 12) == "refs/merge-requests/12/head"
+
+
+def test_a_pull_request_that_moved_since_its_approval_is_refused_before_any_build(slowdown_repo, tmp_path):
+    """ab.yml pins the head a maintainer approved (--pr-head); the author pushed since: refused, nothing built."""
+    git(slowdown_repo.path, "update-ref", "refs/pull/5/head", slowdown_repo.culprit)
+    env = {**os.environ, "VKBENCH_CACHE": str(tmp_path / "empty-cache")}   # a build would show up here
+    proc = subprocess.run([sys.executable, "-m", "vkbench", "ab", "--repo", slowdown_repo.url, "--base", slowdown_repo.good,
+                           "--pr", "5", "--pr-head", slowdown_repo.neutral, "--out", str(tmp_path / "ab")],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert f"is now {slowdown_repo.culprit[:12]}, not the approved {slowdown_repo.neutral[:12]}" in proc.stderr
+    assert "re-add the label" in proc.stderr
+    assert not list((tmp_path / "empty-cache").glob("valkey/*"))

@@ -17,15 +17,14 @@ import json
 import os
 import random
 import subprocess
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 
+from fake_github import FakeGitHub
 from workflow_paths import REPO, WORKFLOWS
 
 CI = REPO / "tools" / "ci"
@@ -131,61 +130,6 @@ def seed_regression(result_file: Path, dest: Path, *, machine_class: str = "clou
 def branch_checkout(bare: Path, dest: Path) -> Path:
     git("clone", "-q", "--branch", "gh-pages", str(bare), str(dest))
     return dest
-
-
-class FakeGitHub:
-    """A GitHub REST API stand-in on 127.0.0.1 that records every call."""
-
-    def __init__(self) -> None:
-        self.calls: list[dict] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _reply(self, status: int, payload) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _record(self) -> dict:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                call = {"method": self.command, "path": self.path, "auth": self.headers.get("Authorization", ""),
-                        "body": json.loads(raw) if raw else None}
-                fake.calls.append(call)
-                return call
-
-            def do_GET(self):  # noqa: N802 (http.server's naming)
-                self._record()
-                self._reply(200, [])
-
-            def do_POST(self):  # noqa: N802
-                call = self._record()
-                number = 1 + sum(1 for c in fake.calls if c["method"] == "POST" and c["path"].endswith("/issues"))
-                self._reply(201, {"number": number, "html_url": f"https://github.invalid/issues/{number}",
-                                  "title": (call["body"] or {}).get("title", ""), "state": "open", "labels": [],
-                                  "body": (call["body"] or {}).get("body", "")})
-
-            def do_PATCH(self):  # noqa: N802
-                call = self._record()
-                self._reply(200, {"number": 1, "state": (call["body"] or {}).get("state", "open")})
-
-            def log_message(self, *args) -> None:  # keep pytest output clean
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> FakeGitHub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # -- the chain ---------------------------------------------------------------------------------
@@ -307,19 +251,6 @@ def test_two_concurrent_publishes_lose_nothing(cells_run, tmp_path):
 
 
 # -- the A/B and bisect of Valkey commits ---------------------------------------------------------
-def _gh_recorder(tmp_path: Path) -> tuple[Path, Path]:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    gh_log = tmp_path / "gh.log"
-    (bin_dir / "gh").write_text(
-        "#!/usr/bin/env bash\n"
-        f'printf "%s\\n" "$*" >> {gh_log}\n'
-        'while [[ $# -gt 0 ]]; do if [[ $1 == --body-file ]]; then cat "$2" >> ' + f"{gh_log}" + '; fi; shift; done\n'
-    )
-    (bin_dir / "gh").chmod(0o755)
-    return bin_dir, gh_log
-
-
 def _script(name: str, mode: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(CI / name), mode], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
 
@@ -329,7 +260,9 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     used; the comment jobs post the Markdown with their own token. (The A/B and bisect
     themselves run for real in tests/sourcebuild.)"""
     ab, bisect = workflow_scripts("ab.yml"), workflow_scripts("bisect.yml")
-    assert ab["inputs"] == ["tools/ci/ab.sh check"] and bisect["inputs"] == ["tools/ci/bisect.sh check"]
+    # The hosted job checks the inputs first, then builds the wheel every later job installs.
+    assert ab["inputs"][0] == "tools/ci/ab.sh check" and bisect["inputs"][0] == "tools/ci/bisect.sh check"
+    assert all(" pip wheel " in steps[-1] for steps in (ab["inputs"], bisect["inputs"]))
     assert ab["ab"] == ["tools/setup.sh", "tools/ci/ab.sh run", "tools/ci/teardown.sh"]
     assert bisect["bisect"] == ["tools/setup.sh", "tools/ci/bisect.sh run", "tools/ci/teardown.sh"]
     assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"] == ["tools/ci/bisect.sh comment"]
@@ -337,6 +270,19 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     good = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="unstable",
                 VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="")
     assert _script("ab.sh", "check", good, tmp_path).returncode == 0
+    # The caller template pins the head that was approved: the PR's number and its full SHA, which
+    # `ab.sh run` hands to vkbench as --pr-head (vkbench refuses a pull request that moved since).
+    pinned = {**good, "VKBENCH_AB_CANDIDATE": "4fd5645d80ae" * 3 + "4fd5"}
+    assert _script("ab.sh", "check", pinned, tmp_path).returncode == 0
+    recorder = tmp_path / "vkbench-args"
+    (tmp_path / "fake-vkbench").write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {recorder}\n')
+    (tmp_path / "fake-vkbench").chmod(0o755)
+    proc = _script("ab.sh", "run", {**pinned, "VKBENCH_BIN": str(tmp_path / "fake-vkbench"),
+                                    "VKBENCH_MACHINE_CLASS": "cloud-x86"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    argv = recorder.read_text().splitlines()
+    assert argv[argv.index("--pr") + 1] == "1234" and argv[argv.index("--pr-head") + 1] == pinned["VKBENCH_AB_CANDIDATE"]
+    assert "--candidate" not in argv
     for bad in ({"VKBENCH_AB_REPOSITORY": "file:///etc"}, {"VKBENCH_AB_REPOSITORY": "https://evil.example/x/y"},
                 {"VKBENCH_AB_BASE": "--upload-pack=touch /tmp/x"}, {"VKBENCH_AB_BASE": "a..b"},
                 {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_CANDIDATE": "feature"},
@@ -351,24 +297,64 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     ab_dir = tmp_path / "ab"
     ab_dir.mkdir()
     (ab_dir / "ab.md").write_text("### A/B: `b` vs `a`\n| cell | command |\n")
-    bin_dir, gh_log = _gh_recorder(tmp_path)
-    comment_env = dict(base_env(tmp_path), PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", GH_TOKEN=FAKE_TOKEN,
-                       VKBENCH_PR_REPO="someone/valkey", VKBENCH_PR_NUMBER="17", VKBENCH_AB_DIR=str(ab_dir),
-                       VKBENCH_AB_RESULT="success", VKBENCH_WORKFLOW_RUN_URL=f"https://github.invalid/{OWNER_REPO}/actions/runs/1")
-    logs = Logs()
-    logs.run("pr-comment.sh", comment_env, tmp_path)
-    recorded = gh_log.read_text()
-    assert "pr comment 17 --repo someone/valkey --body-file" in recorded and "### A/B:" in recorded
-    assert "pr edit 17 --repo someone/valkey --remove-label run-benchmark" in recorded
-    assert FAKE_TOKEN not in logs.text
-    # No token for the Valkey repository: a warning, no call, the job still succeeds.
-    gh_log.unlink()
-    logs.run("pr-comment.sh", {**comment_env, "GH_TOKEN": ""}, tmp_path)
-    assert not gh_log.exists()
+    with FakeGitHub() as api:
+        comment_env = dict(base_env(tmp_path), GH_TOKEN=FAKE_TOKEN, GITHUB_API_URL=api.url,
+                           VKBENCH_PR_REPO="someone/valkey", VKBENCH_PR_NUMBER="17", VKBENCH_AB_DIR=str(ab_dir),
+                           VKBENCH_AB_RESULT="success",
+                           VKBENCH_WORKFLOW_RUN_URL=f"https://github.invalid/{OWNER_REPO}/actions/runs/1")
+        logs = Logs()
+        logs.run("pr-comment.sh", comment_env, tmp_path)
+        # The table, as a comment on the pull request of the Valkey repository, then the label off.
+        (comment, unlabel) = api.calls
+        assert (comment["method"], comment["path"]) == ("POST", "/repos/someone/valkey/issues/17/comments")
+        assert "### A/B:" in comment["body"]["body"] and "workflow run" in comment["body"]["body"]
+        assert (unlabel["method"], unlabel["path"]) == ("DELETE", "/repos/someone/valkey/issues/17/labels/run-benchmark")
+        assert all(c["auth"] == f"Bearer {FAKE_TOKEN}" for c in api.calls)
+        assert FAKE_TOKEN not in logs.text
+        # No token for the Valkey repository: a warning, no call, the job still succeeds.
+        api.calls.clear()
+        logs.run("pr-comment.sh", {**comment_env, "GH_TOKEN": ""}, tmp_path)
+        assert api.calls == []
 
-    (tmp_path / "bisect").mkdir()
-    (tmp_path / "bisect" / "bisect.md").write_text("### Bisect\n**Culprit:** x\n")
-    proc = _script("bisect.sh", "comment", {**comment_env, "VKBENCH_BISECT_ISSUE": "42",
-                                             "VKBENCH_BISECT_DIR": str(tmp_path / "bisect")}, tmp_path)
+        (tmp_path / "bisect").mkdir()
+        (tmp_path / "bisect" / "bisect.md").write_text("### Bisect\n**Culprit:** x\n")
+        proc = _script("bisect.sh", "comment", {**comment_env, "VKBENCH_BISECT_ISSUE": "42", "GITHUB_REPOSITORY": OWNER_REPO,
+                                                 "VKBENCH_BISECT_DIR": str(tmp_path / "bisect")}, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        (posted,) = api.calls
+        assert (posted["method"], posted["path"]) == ("POST", f"/repos/{OWNER_REPO}/issues/42/comments")
+        assert posted["body"]["body"].startswith("### Bisect")
+
+
+def test_confirm_dispatches_one_ab_per_waiting_candidate(tmp_path):
+    """benchmark.yml's confirm job: each candidate waiting in the published detect.json becomes one
+    workflow_dispatch of ab.yml (REST, with the job's token), its inputs taken from the candidate."""
+    assert workflow_scripts("benchmark.yml")["confirm"] == ["tools/ci/confirm.sh dispatch"]
+    good, bad = "a" * 40, "b" * 40
+    waiting = [{"id": "confirm-0123456789ab", "repository": "https://github.com/valkey-io/valkey", "good": {"commit": good},
+                "bad": {"commit": bad}, "machine_class": "cloud-x86", "cell": {"server": "valkey:unstable", "pipeline": 16}},
+               # malformed (not a full SHA): skipped, never dispatched
+               {"id": "confirm-ba9876543210", "repository": "https://github.com/valkey-io/valkey", "good": {"commit": "$(id)"},
+                "bad": {"commit": bad}, "machine_class": "cloud-x86", "cell": {}}]
+    work = tmp_path / "pages-work"
+    git("init", "-q", "-b", "gh-pages", str(work))
+    (work / "history").mkdir()
+    (work / "history" / "detect.json").write_text(json.dumps({"confirmation": {"waiting": waiting}}))
+    git("add", "-A", cwd=work)
+    git("-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "pages", cwd=work)
+    bare = bare_repo(tmp_path / "pages.git")
+    git("push", "-q", str(bare), "gh-pages", cwd=work)
+    with FakeGitHub() as api:
+        env = dict(base_env(tmp_path), GITHUB_TOKEN=FAKE_TOKEN, GH_TOKEN=FAKE_TOKEN, GITHUB_API_URL=api.url,
+                   GITHUB_REF_NAME="main", VKBENCH_PAGES_REPO=str(bare), VKBENCH_PAGES_BRANCH="gh-pages")
+        proc = _script("confirm.sh", "dispatch", env, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert f"issue comment 42 --repo {OWNER_REPO} --body-file" in gh_log.read_text()
+    (call,) = api.calls
+    assert (call["method"], call["path"]) == ("POST", f"/repos/{OWNER_REPO}/actions/workflows/ab.yml/dispatches")
+    assert call["auth"] == f"Bearer {FAKE_TOKEN}" and call["body"]["ref"] == "main"
+    inputs = call["body"]["inputs"]
+    assert inputs == {"repository": "https://github.com/valkey-io/valkey", "base": good, "candidate": bad,
+                      "runner_class": "cloud-x86", "cell": '{"server":"valkey:unstable","pipeline":16}',
+                      "confirm": "confirm-0123456789ab", "comment": "false"}
+    assert "1 candidate(s) dispatched" in (tmp_path / "step_summary.md").read_text()
+    assert FAKE_TOKEN not in proc.stdout + proc.stderr

@@ -6,7 +6,9 @@
 #
 #   VKBENCH_AB_REPOSITORY  https URL of the Valkey repository (github.com or gitlab.com)
 #   VKBENCH_AB_BASE        base ref: branch, tag or 7-40 hex commit
-#   VKBENCH_AB_CANDIDATE   candidate ref (or empty with VKBENCH_AB_PR)
+#   VKBENCH_AB_CANDIDATE   candidate ref; with VKBENCH_AB_PR, empty or the full SHA of the head
+#                          that was approved (the caller in docs/templates pins it): a pull request
+#                          that moved since is refused, never built
 #   VKBENCH_AB_PR          pull request number of that repository (or empty)
 #   VKBENCH_AB_PRESET      cells (default ab); VKBENCH_AB_MAX_ROUNDS (default 20)
 #   VKBENCH_AB_CELL        one cell (JSON) instead of the preset; VKBENCH_AB_CONFIRM a candidate id
@@ -32,7 +34,8 @@ fail() { ci_error "A/B inputs" "$1"; exit 2; }
   || fail "repository must be an https URL of a github.com or gitlab.com repository"
 [[ "$base" =~ $ref_re && "$base" != *..* ]] || fail "base must be a branch, tag or commit"
 if [[ -n "$pr" ]]; then
-  [[ -z "$cand" ]] || fail "give a candidate or a pull request number, not both"
+  [[ -z "$cand" || "$cand" =~ ^[0-9a-f]{40}$ ]] \
+    || fail "with pr, candidate must be empty or the full SHA of the approved head commit"
   [[ "$pr" =~ ^[1-9][0-9]{0,6}$ ]] || fail "pr must be a pull request number"
 else
   [[ "$cand" =~ $ref_re && "$cand" != *..* ]] || fail "candidate must be a branch, tag or commit (or give pr)"
@@ -48,7 +51,7 @@ fi
 
 case "$mode" in
   check)
-    ci_untrusted_log "A/B of ${repo}: base ${base}, candidate ${cand:-pull request #${pr}}"
+    ci_untrusted_log "A/B of ${repo}: base ${base}, candidate ${pr:+pull request #${pr} }${cand}"
     exit 0 ;;
   run) ;;
   *) ci_error "A/B" "usage: tools/ci/ab.sh check|run"; exit 2 ;;
@@ -58,7 +61,12 @@ esac
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
 args=(ab --repo "$repo" --base "$base" --preset "$preset" --max-rounds "$max_rounds"
   --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}")
-if [[ -n "$pr" ]]; then args+=(--pr "$pr"); else args+=(--candidate "$cand"); fi
+if [[ -n "$pr" ]]; then
+  args+=(--pr "$pr")
+  [[ -n "$cand" ]] && args+=(--pr-head "$cand")
+else
+  args+=(--candidate "$cand")
+fi
 [[ -n "$cell" ]] && args+=(--cell "$cell")
 # vkbench ab appends its table to $GITHUB_STEP_SUMMARY itself.
 "$VKBENCH" "${args[@]}"

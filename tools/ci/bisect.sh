@@ -25,7 +25,11 @@ if [[ "$mode" == comment ]]; then
     ci_warning "bisect" "no bisect.md was produced; nothing to comment"
     exit 0
   fi
-  gh issue comment "$issue" --repo "$GITHUB_REPOSITORY" --body-file "$dir/bisect.md"
+  [[ "${GITHUB_REPOSITORY:-}" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] || fail "GITHUB_REPOSITORY must be OWNER/NAME"
+  body="$(mktemp)"
+  trap 'rm -f "$body"' EXIT
+  ci_comment_json "$dir/bisect.md" >"$body"
+  ci_github_api POST "/repos/${GITHUB_REPOSITORY}/issues/${issue}/comments" "$body" >/dev/null
   exit 0
 fi
 

@@ -2,7 +2,8 @@
 # Same-night confirmation of detection candidates (docs/detection.md).
 #
 #   tools/ci/confirm.sh dispatch   after publish: one ab.yml run per candidate waiting in the
-#                                  published detect.json (GH_TOKEN with actions: write)
+#                                  published detect.json (GH_TOKEN with actions: write; REST
+#                                  workflow_dispatch to $GITHUB_API_URL, tools/ci/lib.sh)
 #   tools/ci/confirm.sh record     in ab.yml after a confirmation A/B: record its verdict in the
 #                                  history on gh-pages and push, retrying a lost race (GITHUB_TOKEN
 #                                  with contents: write)
@@ -24,20 +25,31 @@ case "$mode" in
     ci_clone_pages "$work/pages"
     detect="$work/pages/history/detect.json"
     [[ -f "$detect" ]] || { echo "no detect.json: nothing to confirm"; exit 0; }
-    "$(ci_python)" - "$detect" >"$work/requests.tsv" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
-for r in (doc.get("confirmation") or {}).get("waiting", []):
-    print("\t".join([r["id"], r["repository"], r["good"]["commit"], r["bad"]["commit"], r["machine_class"],
-                     json.dumps(r["cell"], separators=(",", ":"))]))
+    [[ "${GITHUB_REPOSITORY:-}" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] \
+      || { ci_error "confirm" "GITHUB_REPOSITORY must be OWNER/NAME"; exit 2; }
+    # One workflow_dispatch body per waiting candidate (ab.yml's inputs), written by Python so
+    # that no value is ever spliced into a shell string; ab.yml checks every input again.
+    mkdir "$work/dispatch"
+    "$(ci_python)" - "$detect" "$work/dispatch" "${GITHUB_REF_NAME:-main}" <<'PY'
+import json, re, sys
+from pathlib import Path
+doc, out, ref = json.load(open(sys.argv[1])), Path(sys.argv[2]), sys.argv[3]
+for n, r in enumerate((doc.get("confirmation") or {}).get("waiting", [])):
+    good, bad = r["good"].get("commit") or "", r["bad"].get("commit") or ""
+    if not (re.fullmatch(r"confirm-[0-9a-f]{12}", r["id"]) and re.fullmatch(r"[0-9a-f]{40}", good)
+            and re.fullmatch(r"[0-9a-f]{40}", bad)):
+        print(f"skipping malformed confirmation request {r.get('id')!r}", file=sys.stderr)
+        continue
+    inputs = {"repository": r["repository"], "base": good, "candidate": bad, "runner_class": r["machine_class"],
+              "cell": json.dumps(r["cell"], separators=(",", ":")), "confirm": r["id"], "comment": "false"}
+    (out / f"{n:04d}.json").write_text(json.dumps({"ref": ref, "inputs": inputs}))
 PY
     count=0
-    while IFS=$'\t' read -r id repository good bad class cell; do
-      [[ "$id" =~ ^confirm-[0-9a-f]{12}$ && "$good" =~ ^[0-9a-f]{40}$ && "$bad" =~ ^[0-9a-f]{40}$ ]] || continue
-      gh workflow run ab.yml --repo "$GITHUB_REPOSITORY" -f repository="$repository" -f base="$good" \
-        -f candidate="$bad" -f runner_class="$class" -f cell="$cell" -f confirm="$id" -f comment=false
+    for body in "$work"/dispatch/*.json; do
+      [[ -e "$body" ]] || break
+      ci_github_api POST "/repos/${GITHUB_REPOSITORY}/actions/workflows/ab.yml/dispatches" "$body" >/dev/null
       count=$((count + 1))
-    done <"$work/requests.tsv"
+    done
     printf '## Confirmation A/Bs\n\n%s candidate(s) dispatched to ab.yml.\n' "$count" | ci_summary ;;
   record)
     id="${VKBENCH_CONFIRM_ID:-}"

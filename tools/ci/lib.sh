@@ -143,3 +143,28 @@ ci_container_env() {
     source "$CI_REPO_ROOT/tools/containers-env.sh"
   fi
 }
+
+# ci_github_api METHOD PATH [BODY_FILE]: one GitHub REST call, its JSON reply on stdout. The
+# token ($GH_TOKEN, else $GITHUB_TOKEN) reaches curl on stdin as a header: never on a command
+# line (ps) nor in a log. The API root is $GITHUB_API_URL, which GitHub sets on every runner
+# (https://api.github.com, or GHES's); no retry: a repeated POST could dispatch or comment twice.
+ci_github_api() {
+  local method="$1" path="$2" body="${3:-}" token="${GH_TOKEN:-${GITHUB_TOKEN:-}}"
+  local api="${GITHUB_API_URL:-https://api.github.com}"
+  if [[ -z "$token" ]]; then
+    ci_error "GitHub API" "no token (GH_TOKEN or GITHUB_TOKEN) for ${method} ${path}"
+    return 1
+  fi
+  local args=(--silent --show-error --fail-with-body --max-time 60 -X "$method" -H @-
+    -H "Accept: application/vnd.github+json" -H "X-GitHub-Api-Version: 2022-11-28")
+  if [[ -n "$body" ]]; then
+    args+=(-H "Content-Type: application/json" --data-binary "@${body}")
+  fi
+  printf 'Authorization: Bearer %s\n' "$token" | curl "${args[@]}" "${api%/}${path}"
+}
+
+# ci_comment_json MARKDOWN_FILE: {"body": <the file's text>} for an issue or PR comment, built
+# by Python from the file (no shell quoting of untrusted text).
+ci_comment_json() {
+  "$(ci_python)" -c 'import json, sys; print(json.dumps({"body": open(sys.argv[1], encoding="utf-8", errors="replace").read()}))' "$1"
+}

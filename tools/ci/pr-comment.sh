@@ -30,8 +30,9 @@ fi
 table="$dir/ab.md"
 [[ -s "$table" ]] || table="$dir/compare.md"
 label="${VKBENCH_LABEL:-run-benchmark}"
-body="$(mktemp)"
-trap 'rm -f "$body"' EXIT
+[[ "$label" =~ ^[A-Za-z0-9_.-]{1,50}$ ]] || { ci_error "comment" "VKBENCH_LABEL must be a plain label name"; exit 2; }
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
 
 {
   printf '### vkbench A/B: base vs this PR\n\n'
@@ -42,9 +43,11 @@ trap 'rm -f "$body"' EXIT
   else
     printf 'No comparison was produced; see the workflow run.\n'
   fi
-} >"$body"
+} >"$work/body.md"
+ci_comment_json "$work/body.md" >"$work/comment.json"
 
-gh pr comment "$VKBENCH_PR_NUMBER" --repo "$repo" --body-file "$body"
-if ! gh pr edit "$VKBENCH_PR_NUMBER" --repo "$repo" --remove-label "$label"; then
+ci_github_api POST "/repos/${repo}/issues/${VKBENCH_PR_NUMBER}/comments" "$work/comment.json" >/dev/null
+# Taking the label off lets a maintainer start a new run by adding it again.
+if ! ci_github_api DELETE "/repos/${repo}/issues/${VKBENCH_PR_NUMBER}/labels/${label}" >/dev/null; then
   ci_warning "label" "could not remove the ${label} label"
 fi

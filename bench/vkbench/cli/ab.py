@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import click
@@ -20,6 +21,8 @@ from .console import make_console
 @click.option("--base", default="unstable", show_default=True, help="Base ref: branch, tag or (short) SHA.")
 @click.option("--candidate", default=None, help="Candidate ref: branch, tag or (short) SHA.")
 @click.option("--pr", type=int, default=None, help="Pull request number of --repo: the candidate is its head.")
+@click.option("--pr-head", default=None, metavar="SHA",
+              help="With --pr: the head commit that was approved; refuse to run if the pull request moved since.")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Matrix whose cells both sides run.")
 @click.option("--cell", "cells", multiple=True, help="One cell (JSON, as `vkbench run --cell`) instead of --preset.")
 @click.option("--requests", type=int, default=None, help="Override the request count of every cell.")
@@ -32,17 +35,21 @@ from .console import make_console
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--summary/--no-summary", default=True, show_default=True,
               help="Also append the table to $GITHUB_STEP_SUMMARY when it is set.")
-def ab_cmd(url, base, candidate, pr, preset, cells, requests, min_rounds, max_rounds, target_mde, backend,
+def ab_cmd(url, base, candidate, pr, pr_head, preset, cells, requests, min_rounds, max_rounds, target_mde, backend,
            machine_class, out_dir, fmt, summary) -> None:
     """Build BASE and CANDIDATE of a Valkey repository from source, run the same cells interleaved
     (ABAB...) with enough rounds for the target MDE at this machine's noise, and print the table."""
     url = url or source_build.repo_url()
     if (candidate is None) == (pr is None):
         raise UsageError("give exactly one of --candidate and --pr", hint="e.g. --base unstable --pr 1234")
+    if pr_head is not None and (pr is None or not re.fullmatch(r"[0-9a-fA-F]{7,40}", pr_head)):
+        raise UsageError(f"--pr-head {pr_head!r}: needs --pr and a (short) commit SHA",
+                         hint="e.g. --pr 1234 --pr-head 4fd5645d80ae")
     options = ABOptions(
         base=base, candidate=candidate or pr_ref(url, pr), url=url, preset=preset,
         cells=[cell_from_arg(c) for c in cells] or None, out_dir=out_dir, backend=backend, target_mde=target_mde,
         min_rounds=min_rounds, max_rounds=max_rounds, requests=requests, machine_class=machine_class,
+        expect_candidate=pr_head,
     )
     console = make_console(stderr=True)
     report = run_ab(options, progress=lambda text: console.print(text))

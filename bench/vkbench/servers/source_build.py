@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ..errors import MissingBinaryError
 from . import cache
-from .binary import probe_version, sha256_file
+from .binary import probe_version
 from .gitmirror import Mirror, git, redact
 
 Progress = Callable[[str], None]

@@ -46,13 +46,12 @@ import shutil
 import socket
 import subprocess
 import tarfile
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import yaml
+from fake_github import FakeGitHub  # noqa: F401  (the tests use it as ah.FakeGitHub)
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
@@ -116,6 +115,24 @@ def local_actions(tree: Path, work: Path) -> list[str]:
     return flags
 
 
+# -- Valkey's repository ------------------------------------------------------------------------
+def valkey_repository(dest: Path, branches: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """A bare copy of Valkey's repository (``$VKBENCH_VALKEY_GIT_URL``, upstream by default) whose
+    branches are ``branches`` (name -> a commit of its unstable): (file:// URL, name -> full SHA).
+
+    It stands for the repository on a given night: the workflows build from it as from GitHub."""
+    from vkbench.servers import source_build
+
+    source = source_build.repo_url()
+    git("init", "--quiet", "--bare", str(dest))
+    git("fetch", "--quiet", "--update-shallow", source, "+refs/heads/unstable:refs/remotes/source/unstable", cwd=dest)
+    resolved = {}
+    for name, commit in branches.items():
+        resolved[name] = git("rev-parse", f"{commit}^{{commit}}", cwd=dest).strip()
+        git("update-ref", f"refs/heads/{name}", resolved[name], cwd=dest)
+    return f"file://{dest}", resolved
+
+
 # -- GitHub stand-ins --------------------------------------------------------------------------
 def bare_pages_repo(path: Path) -> Path:
     git("init", "--quiet", "--bare", "--initial-branch=main", str(path))
@@ -125,74 +142,6 @@ def bare_pages_repo(path: Path) -> Path:
 def pages_checkout(bare: Path, dest: Path, branch: str = "gh-pages") -> Path:
     git("clone", "--quiet", "--branch", branch, str(bare), str(dest))
     return dest
-
-
-class FakeGitHub:
-    """GitHub's REST API on 127.0.0.1, in its own thread (plain http.server, no asyncio), recording
-    every call. Answers what the workflows ask: the issues of vkbench alert, and the commit that
-    github-action-benchmark looks up."""
-
-    def __init__(self, head_sha: str) -> None:
-        self.calls: list[dict] = []
-        self.head_sha = head_sha
-        self._lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _reply(self, status: int, payload) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _record(self) -> dict:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                call = {"method": self.command, "path": self.path, "auth": self.headers.get("Authorization", ""),
-                        "body": json.loads(raw) if raw else None}
-                with fake._lock:
-                    fake.calls.append(call)
-                return call
-
-            def do_GET(self):  # noqa: N802 (http.server's naming)
-                call = self._record()
-                path = call["path"].split("?")[0]
-                if re.fullmatch(rf"/repos/{OWNER_REPO}/commits/[^/]+", path):
-                    who = {"name": "Test Author", "email": "author@example.invalid", "date": "2026-11-01T02:17:00Z"}
-                    self._reply(200, {"sha": fake.head_sha, "html_url": f"{REPO_URL}/commit/{fake.head_sha}",
-                                      "author": {"login": "author"}, "committer": {"login": "author"},
-                                      "commit": {"author": who, "committer": who, "message": "the commit under test"}})
-                else:
-                    self._reply(200, [])
-
-            def do_POST(self):  # noqa: N802
-                call = self._record()
-                with fake._lock:
-                    number = sum(1 for c in fake.calls if c["method"] == "POST" and c["path"].endswith("/issues"))
-                body = call["body"] or {}
-                self._reply(201, {"number": number, "html_url": f"{REPO_URL}/issues/{number}",
-                                  "title": body.get("title", ""), "state": "open", "labels": [], "body": body.get("body", "")})
-
-            def do_PATCH(self):  # noqa: N802
-                call = self._record()
-                self._reply(200, {"number": 1, "state": (call["body"] or {}).get("state", "open")})
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fake-github", daemon=True)
-
-    def __enter__(self) -> FakeGitHub:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def free_port() -> int:
@@ -286,6 +235,23 @@ class ActRunner:
     secrets: dict[str, str] = field(default_factory=dict)  # -s
     matrix: list[str] = field(default_factory=list)  # --matrix key:value
 
+    def jobs_for(self, event: str, payload: dict) -> list[tuple[str, str]]:
+        """(workflow file, job id) of every job of .github/workflows that ``event`` starts, as act
+        lists them (``act EVENT -l``: it matches each workflow's triggers; nothing runs)."""
+        event_file = self.work / f"event-{event}-list.json"
+        event_file.write_text(json.dumps(payload))
+        proc = subprocess.run([str(ACT), event, "-l", "-e", str(event_file)], cwd=self.tree, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, "HOME": self.env["HOME"]})
+        if proc.returncode != 0:
+            raise RuntimeError(f"act {event} -l exited {proc.returncode}: {proc.stderr[-2000:]}")
+        assert "Stage  Job ID" in proc.stdout, proc.stdout   # the listing's header: act understood
+        jobs = []
+        for line in proc.stdout.splitlines():
+            if re.match(r"^\d+\s", line):                   # a row: Stage, Job ID, ..., Workflow file, Events
+                columns = re.split(r"\s{2,}", line.strip())
+                jobs.append((columns[-2], columns[1]))
+        return jobs
+
     def run(self, event: str, workflow: str, payload: dict, *, timeout: float, concurrent_jobs: int = 2,
             extra: list[str] | None = None) -> ActResult:
         event_file = self.work / f"event-{event}.json"
@@ -293,7 +259,9 @@ class ActRunner:
         artifacts = self.work / "artifacts"
         artifacts.mkdir(exist_ok=True)
         home = self.env["HOME"]
-        cmd = [str(ACT), event, "-W", f".github/workflows/{workflow}", "-e", str(event_file), "--json",
+        # A workflow of this repository by its file name, or any workflow file by its path in the tree.
+        path = workflow if "/" in workflow else f".github/workflows/{workflow}"
+        cmd = [str(ACT), event, "-W", path, "-e", str(event_file), "--json",
                "--artifact-server-path", str(artifacts), "--artifact-server-addr", "127.0.0.1",
                "--artifact-server-port", str(free_port()), "--no-cache-server",
                "--action-cache-path", str(self.work / "act-cache"), "--action-offline-mode",
@@ -315,7 +283,7 @@ class ActRunner:
         proc_env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "ACTIONS_"))}
         proc_env.update(HOME=home, XDG_CACHE_HOME=str(Path(home) / ".cache"), XDG_CONFIG_HOME=str(Path(home) / ".config"))
         # The log goes to a file as it comes (follow it with tail -f while a test runs).
-        log_path = self.work / f"act-{workflow}.log"
+        log_path = self.work / f"act-{Path(workflow).name}.log"
         start = time.monotonic()
         with open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, cwd=self.tree, env=proc_env, stdout=log, stderr=subprocess.STDOUT,
@@ -365,8 +333,9 @@ def stop_tree(pid: int) -> None:
             time.sleep(0.5)
 
 
-def job_home(work: Path, bare_pages: Path | None) -> Path:
-    """$HOME of the jobs (and of act): git identity, and the gh-pages stand-in behind insteadOf."""
+def job_home(work: Path, bare_pages: Path | None, repositories: dict[str, str] | None = None) -> Path:
+    """$HOME of the jobs (and of act): git identity, the gh-pages stand-in behind insteadOf, and
+    ``repositories`` (GitHub URL -> local repository) behind insteadOf too."""
     home = work / "home"
     home.mkdir(parents=True, exist_ok=True)
     lines = ["[user]", "\tname = act harness", "\temail = act-harness@example.invalid",
@@ -375,6 +344,9 @@ def job_home(work: Path, bare_pages: Path | None) -> Path:
         lines += [f'[url "{bare_pages}"]',
                   f"\tinsteadOf = {REPO_URL}.git",
                   f"\tinsteadOf = https://x-access-token:{FAKE_TOKEN}@github.com/{OWNER_REPO}.git"]
+    for url, local in (repositories or {}).items():
+        # The longest insteadOf wins: the URL with .git, and without it.
+        lines += [f'[url "{local}"]', f"\tinsteadOf = {url}.git", f"\tinsteadOf = {url}"]
     (home / ".gitconfig").write_text("\n".join(lines) + "\n")
     (home / ".actrc").write_text("")  # act asks which image to use when it finds no config
     return home

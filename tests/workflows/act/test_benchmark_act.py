@@ -51,8 +51,8 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
 
     # Every job, every cell: success.
     assert result.returncode == 0, result.describe()
-    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", *(c["name"] for c in cells))}, \
-        result.describe()
+    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates",
+                                                           *(c["name"] for c in cells))}, result.describe()
     # No step of publish failed or was skipped, the two github-action-benchmark steps included.
     publish_steps = result.step_results("publish")
     assert [s for s in publish_steps if "Backstop chart" in s] and set(publish_steps.values()) == {"success"}, publish_steps
@@ -61,6 +61,8 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
     summaries = "\n".join(result.summaries())
     assert f"Benchmark plan: {len(cells)} cells" in summaries
     assert "Benchmark history updated" in summaries and "Regression alerts" in summaries
+    # A first history has no candidate to confirm: the confirm job ran and dispatched nothing.
+    assert "0 candidate(s) dispatched to ab.yml" in summaries
 
     # gh-pages: the history holds one point per cell and command, the site, the backstop charts.
     branch = ah.pages_checkout(pages, tmp_path / "pages-check")
@@ -81,6 +83,7 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
     commit_lookups = [c for c in api.calls if c["path"].startswith(f"/repos/{ah.OWNER_REPO}/commits/")]
     assert len(commit_lookups) == 2, api.calls
     assert any(c["path"].startswith(f"/repos/{ah.OWNER_REPO}/issues") for c in api.calls), api.calls
+    assert not [c for c in api.calls if c["path"].endswith("/dispatches")], api.calls
 
     # No token, no server password in any log or on the pages branch. Each cell masked its
     # stack's password (so the check below looks for them), publish and alert their credential.

@@ -1,4 +1,5 @@
-"""nightly.yml on its schedule, run by act on this host: through workflow_call into benchmark.yml.
+"""nightly.yml on its schedule, run by act on this host: through workflow_call into benchmark.yml,
+with ``valkey:unstable`` built from source and benchmarked on the compose backend.
 
 The nightly preset on every runner class is hours of work; two narrowings keep it to minutes,
 both outside the workflow files:
@@ -7,6 +8,12 @@ both outside the workflow files:
   set here in NIGHTLY_VERSIONS: the one place to change which builds the nightly test measures;
 - the cells act runs, with act's own `--matrix id:<cell id>` filter (the plan job still plans
   the whole nightly for those versions, and the test checks that count).
+
+Valkey's repository "tonight" is a local copy whose ``unstable`` is tests/source_builds.py's
+BASE_COMMIT, reached by the jobs through VKBENCH_VALKEY_GIT_URL (a runner's environment; GitHub
+itself by default): the bench job builds it from source (or reuses the build the source-build
+tests made of the same commit and configuration, as a runner reuses last night's cache) and the
+compose backend runs that build as a local image.
 
 Then publish (history, site, github-action-benchmark) into a local bare repository standing in
 for gh-pages, and alert against a fake GitHub REST API. Stand-ins: act_harness.py.
@@ -19,12 +26,20 @@ import subprocess
 import sys
 
 import act_harness as ah
+import pytest
+from source_builds import BASE_COMMIT, BUILD_ENV
 
-#: Which builds the nightly measures here (repository variable VKBENCH_NIGHTLY_VERSIONS). 8.0.1:
-#: the version the compose backend runs here without a registry (test_benchmark_act.py).
-NIGHTLY_VERSIONS = "valkey:8.0.1"
+#: Which builds the nightly measures here (repository variable VKBENCH_NIGHTLY_VERSIONS).
+NIGHTLY_VERSIONS = "valkey:unstable"
 #: The runner classes nightly.yml passes to benchmark.yml.
 NIGHTLY_RUNNERS = "pi-cm4,cloud-x86,cloud-arm64"
+
+
+@pytest.fixture
+def valkey_tonight(tmp_path) -> tuple[str, str]:
+    """(URL, full SHA of unstable) of Valkey's repository as the nightly finds it."""
+    url, commits = ah.valkey_repository(tmp_path / "valkey.git", {"unstable": BASE_COMMIT})
+    return url, commits["unstable"]
 
 
 def run_here(cell: dict) -> bool:
@@ -41,10 +56,12 @@ def planned_cells() -> list[dict]:
     return json.loads(out)["include"]
 
 
-def test_scheduled_nightly_through_workflow_call(act_runner, pages, tmp_path):
+def test_scheduled_nightly_through_workflow_call(act_runner, pages, valkey_tonight, tmp_path):
     planned = planned_cells()
     chosen = [c for c in planned if run_here(c)]
     assert 1 <= len(chosen) < len(planned)
+    valkey_url, unstable = valkey_tonight
+    act_runner.env.update(BUILD_ENV, VKBENCH_VALKEY_GIT_URL=valkey_url)
     act_runner.env["HOME"] = str(ah.job_home(tmp_path, pages))
     act_runner.secrets["GITHUB_TOKEN"] = ah.FAKE_TOKEN
     act_runner.variables["VKBENCH_NIGHTLY_VERSIONS"] = NIGHTLY_VERSIONS
@@ -57,8 +74,8 @@ def test_scheduled_nightly_through_workflow_call(act_runner, pages, tmp_path):
     print(f"nightly.yml under act: {result.seconds:.0f}s")
 
     assert result.returncode == 0, result.describe()
-    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", *(c["name"] for c in chosen))}, \
-        result.describe()
+    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates",
+                                                           *(c["name"] for c in chosen))}, result.describe()
 
     # The plan job planned the whole nightly for these versions on every class.
     summaries = "\n".join(result.summaries())
@@ -71,6 +88,15 @@ def test_scheduled_nightly_through_workflow_call(act_runner, pages, tmp_path):
     assert sum(s["points"] for s in index["series"].values()) == len(chosen) * 2, index
     runs = [json.loads(p.read_text()) for p in (branch / "history" / "runs").rglob("*.json")]
     assert runs and all(r["run"]["trigger"] == "schedule" for r in runs), [r["run"] for r in runs]
+    # What ran is tonight's unstable, built from source, in a local image of that build: never a
+    # release image under the name "unstable".
+    for r in runs:
+        subject = r["subject"]
+        assert r["run"]["backend"] == "compose" and subject["version"] == "unstable", r["run"]
+        assert subject["code"] == {**subject["code"], "url": valkey_url, "commit": unstable, "ref": "unstable"}, subject
+        assert subject["commit"] == unstable and subject["server_version"], subject
+        assert subject["build"]["source"] == "image" and f"vkbench-valkey:src-{unstable[:12]}" in subject["build"]["detail"]
+        assert subject["build"]["config"]["malloc"] == "libc", subject["build"]
     assert (branch / "site" / "index.html").is_file()
     assert any(c["path"].startswith(f"/repos/{ah.OWNER_REPO}/issues") for c in api.calls), api.calls
     assert ah.secret_leaks(result, [ah.FAKE_TOKEN]) == []
