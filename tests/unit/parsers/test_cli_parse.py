@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 
 from vkbench.cli.parse import parse_cmd
@@ -64,3 +66,40 @@ def test_unknown_tool_is_a_usage_error():
     path = FIXTURES_DIR / "valkey-benchmark" / "valkey-9.1.2__standalone_P16_q.txt"
     result = CliRunner().invoke(parse_cmd, [str(path), "--tool", "wrk"])
     assert result.exit_code == 2
+
+
+def test_memtier_json_alone_says_what_it_cannot_show():
+    path = FIXTURES_DIR / "memtier_benchmark" / "memtier-2.3.0__cluster_mode.json"
+    result = CliRunner().invoke(parse_cmd, [str(path), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert [r["command"] for r in json.loads(result.stdout)] == ["SET", "GET", "TOTALS"]   # stdout stays JSON
+    assert "memtier's JSON does not count error replies" in result.stderr
+    assert "--stdout" in result.stderr
+
+
+def test_memtier_stdout_is_checked_with_its_json():
+    folder = FIXTURES_DIR / "errors"
+    # The JSON's own evidence (34 bytes per SET) would refuse it too; the stdout names the error first.
+    result = CliRunner().invoke(parse_cmd, [str(folder / "memtier-2.3.0__noauth.json"),
+                                            "--stdout", str(folder / "memtier-2.3.0__noauth.txt")])
+    assert isinstance(result.exception, ParseError), result.output
+    assert result.exception.message.startswith("memtier-2.3.0__noauth.txt: ")
+    assert "NOAUTH Authentication required" in result.exception.message
+
+
+def test_memtier_stdout_with_a_good_json_gives_the_printed_table():
+    folder = FIXTURES_DIR / "memtier_benchmark"
+    result = CliRunner().invoke(parse_cmd, [str(folder / "memtier-2.3.0__cluster_mode.json"), "--format", "json",
+                                            "--stdout", str(folder / "memtier-2.3.0__cluster_mode.txt")])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    assert records[0]["latency_ms"]["avg"] == 0.16878      # the table's 5 decimals, not the JSON's 0.168
+    assert result.stderr == ""
+
+
+def test_stdout_needs_a_memtier_json():
+    folder = FIXTURES_DIR / "errors"
+    result = CliRunner().invoke(parse_cmd, [str(folder / "memtier-2.3.0__noauth.txt"),
+                                            "--stdout", str(folder / "memtier-2.3.0__noauth.txt")])
+    assert result.exception.exit_code == 2   # a UsageError, printed by the CLI edge
+    assert "--stdout goes with memtier_benchmark's --json-out-file" in result.exception.message

@@ -72,6 +72,17 @@ ERROR_FIXTURES = {
     "errors/memtier-2.3.0__hdr_SET_command_run_1.txt": ("HDR histogram file", "--json-out-file"),
     "errors/memtier-2.3.0__hdr_FULL_RUN_1.hgrm": ("HDR histogram file", "--json-out-file"),
     "errors/constructed__mixed_q_and_memtier_table.txt": ("mixes memtier_benchmark tables with", "split it"),
+    "errors/constructed__mixed_q_and_csv.txt": ("mixes valkey-/redis-benchmark --csv rows and -q lines", "split it"),
+    "errors/constructed__mixed_q_and_full.txt": ("mixes valkey-/redis-benchmark full (default) output and -q lines",
+                                                 "split it"),
+    # memtier's JSON alone: the evidence it carries of error replies and redirects.
+    "errors/memtier-2.3.0__moved_noncluster.json": ("memtier received 22.1 bytes per SET where +OK is 5", "--stdout"),
+    "errors/memtier-2.3.0__moved_noncluster.txt":
+        ("the server is a cluster node and redirected the request: MOVED 6877", "--cluster-mode"),
+    "errors/memtier-2.3.0__noauth.json": ("memtier received 34.0 bytes per SET where +OK is 5", "--stdout"),
+    "errors/memtier-2.3.0__readonly_replica.json": ("memtier received 56.0 bytes per SET where +OK is 5", "--stdout"),
+    "errors/constructed__memtier_cluster_mode_moved.json":
+        ("memtier was redirected 120.4 times per second (MOVED/sec of Gets) in --cluster-mode", "slots stay put"),
     # Hostile inputs found by fuzzing: a reason, never a traceback or a wrong number.
     "errors/hostile__json_ops_sec_string.json": ("Ops/sec of Sets is not a plain number: 'fast'", ""),
     "errors/hostile__json_ops_sec_object.json": ("Ops/sec of Sets is not a number", ""),
@@ -109,7 +120,7 @@ def test_every_fixture_has_a_golden_or_an_expected_error():
     folders = {path.name for path in FIXTURES_DIR.iterdir() if path.is_dir()}
     assert folders == set(regen.TOOL_BY_DIR) | {"golden"}
     assert [path.name for path in FIXTURES_DIR.iterdir() if path.is_file()] == ["SOURCES.md"]
-    assert len(ALL_FIXTURES) == 97  # the set SOURCES.md describes; update with SOURCES.md
+    assert len(ALL_FIXTURES) == 108  # the set SOURCES.md describes; update with SOURCES.md
 
 
 def test_no_golden_without_its_fixture_and_no_golden_for_error_fixtures():

@@ -8,7 +8,7 @@ import pytest
 
 from vkbench.errors import ParseError
 from vkbench.parsers import parse_output
-from vkbench.parsers.memtier_json import repair_memtier_json
+from vkbench.parsers.memtier_json import memtier_duration_s, repair_memtier_json
 
 TABLE_HEADER = ("ALL STATS\n" + "=" * 60 + "\n"
                 "Type         Ops/sec     Hits/sec   Misses/sec    Avg. Latency     p50 Latency     "
@@ -123,3 +123,87 @@ def test_json_zero_ops_with_latency_is_refused():
     text = '{"ALL STATS": {"Evals": {"Ops/sec": 0.00, "Latency": 0.54}, "Totals": {"Ops/sec": 0.00, "Latency": 0.54}}}'
     with pytest.raises(ParseError, match="0 ops/sec for EVAL"):
         parse_output(text)
+
+
+# --- JSON: error replies and redirects, from what the JSON itself carries --------------------
+
+def _row(ops: float, *, count: int = 1000, hits: float = 0.0, misses: float = 0.0, rx_kb: float = 0.0) -> dict:
+    return {"Count": count, "Ops/sec": ops, "Hits/sec": hits, "Misses/sec": misses, "Connection Errors": 0,
+            "Latency": 0.1, "Average Latency": 0.1, "Min Latency": 0.02, "Max Latency": 1.0, "KB/sec": rx_kb,
+            "KB/sec RX": rx_kb, "Percentile Latencies": {"p50.00": 0.08, "p99.00": 0.5}}
+
+
+def _memtier_json(gets: dict, sets: dict | None = None, *, protocol: str = "redis", waits: bool = True) -> str:
+    section = {"Sets": sets or _row(0.0, count=0), "Gets": gets}
+    if waits:   # memtier's built-in SET/GET workload writes a Waits row; --command runs do not
+        section["Waits"] = _row(0.0, count=0)
+    section["Totals"] = _row(gets["Ops/sec"] + section["Sets"]["Ops/sec"], count=2000)
+    return json.dumps({"configuration": {"protocol": protocol}, "ALL STATS": section})
+
+
+def test_json_get_errors_counted_as_misses_are_refused():
+    # GET-only without a password: 10,000 "misses" per second of 34 bytes each (-NOAUTH ...).
+    noauth = _memtier_json(_row(10000.0, misses=10000.0, rx_kb=332.03))
+    with pytest.raises(ParseError, match=r"34\.0 bytes per GET where a miss \(\$-1\) is 5") as caught:
+        parse_output(noauth, tool="memtier_benchmark")
+    assert "--stdout" in caught.value.hint
+
+
+def test_json_plain_misses_and_hits_are_not_errors():
+    misses = _memtier_json(_row(10000.0, misses=10000.0, rx_kb=48.83))        # $-1: 5 bytes each
+    assert parse_output(misses, tool="memtier_benchmark")[0].misses_per_s == 10000.0
+    resp3 = _memtier_json(_row(10000.0, misses=10000.0, rx_kb=29.3), protocol="resp3")   # _: 3 bytes
+    assert parse_output(resp3, tool="memtier_benchmark")[0].command == "GET"
+    # With hits the size depends on who wrote the values: not judged.
+    hits = _memtier_json(_row(10000.0, hits=5000.0, misses=5000.0, rx_kb=900.0))
+    assert parse_output(hits, tool="memtier_benchmark")[0].hits_per_s == 5000.0
+
+
+def test_json_reply_sizes_are_judged_only_for_memtiers_own_resp_workload():
+    big_sets = _row(10000.0, rx_kb=200.0)   # 20 bytes per SET
+    gets = _row(10000.0, misses=10000.0, rx_kb=48.83)
+    with pytest.raises(ParseError, match="20.5 bytes per SET where \\+OK is 5"):
+        parse_output(_memtier_json(gets, big_sets), tool="memtier_benchmark")
+    # --command "SET __key__ __data__ GET" replies with the old value: no Waits row, not judged.
+    assert parse_output(_memtier_json(gets, big_sets, waits=False), tool="memtier_benchmark")
+    assert parse_output(_memtier_json(gets, big_sets, protocol="memcache_text"), tool="memtier_benchmark")
+
+
+def test_json_cluster_mode_without_redirects_is_a_good_run(fixture_text):
+    records = parse_output(fixture_text("memtier_benchmark/memtier-2.3.0__cluster_mode.json"))
+    assert [(r.command, r.rps) for r in records] == [("SET", 15986.95), ("GET", 15986.95), ("TOTALS", 31973.91)]
+
+
+# --- --run-count ---------------------------------------------------------------------------
+
+def test_run_count_duration_is_the_sum_of_its_runs(fixture_text):
+    text = fixture_text("memtier_benchmark/memtier-2.3.0__run_count_3_print_all_runs.json")
+    # RUN #1..#3: 302 + 370 + 301 ms; the AGGREGATED section's Runtime is all zeros.
+    assert memtier_duration_s(text, source="f") == pytest.approx(0.973)
+    document = json.loads(text)
+    del document["RUN #2 RESULTS"]   # a run missing: no duration rather than a wrong one
+    assert memtier_duration_s(json.dumps(document), source="f") is None
+    document = {key: value for key, value in json.loads(text).items() if not key.startswith("RUN #")}
+    assert memtier_duration_s(json.dumps(document), source="f") is None   # never one run's time, never 0
+
+
+def test_run_count_json_keeps_no_figure_of_an_empty_histogram(fixture_text):
+    records = parse_output(fixture_text("memtier_benchmark/memtier-2.3.0__run_count_3_print_all_runs.json"))
+    totals = records[-1]
+    # memtier wrote min 0, max 0 and every percentile 0.007 for AGGREGATED Totals: not figures.
+    assert totals.latency_ms == {"avg": 0.064}
+    assert any("no latency distribution for TOTALS" in w for w in totals.warnings)
+    assert records[0].latency_ms["p50"] == 0.047
+
+
+def test_run_count_text_with_every_run_gives_the_aggregated_table_once(fixture_text):
+    records = parse_output(fixture_text("memtier_benchmark/memtier-2.3.0__run_count_3_print_all_runs.txt"))
+    assert [(r.command, r.rps) for r in records] == [("SET", 15547.14), ("GET", 15547.14), ("TOTALS", 31094.28)]
+    assert not any("appears" in w for r in records for w in r.warnings)
+
+
+def test_text_table_followed_at_once_by_other_lines(fixture_text):
+    # stdout then stderr: "Json file ... created..." right under the Totals row.
+    records = parse_output(fixture_text("memtier_benchmark/memtier-2.3.0__cluster_mode.txt"))
+    assert [r.command for r in records] == ["SET", "GET", "TOTALS"]
+    assert records[0].latency_ms["avg"] == 0.16878

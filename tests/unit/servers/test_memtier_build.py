@@ -34,3 +34,51 @@ def test_patches_ship_with_the_package_and_match_the_image_copies():
         assert b"--- a/" in body and b"+++ b/" in body
     dockerfile = (REPO / "compose" / "images" / "bench.Dockerfile").read_text()
     assert memtier_build.MEMTIER_SHA256 in dockerfile
+
+
+def _stub(folder: Path, name: str, body: str) -> None:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+
+
+def _setup_script(tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """tools/setup/memtier.sh with a memtier_benchmark 2.3.0 on PATH, an empty cache of its own, the
+    build dependencies reported present (stubs: nothing is installed or built) and an archive
+    source that does not exist, so a build attempt stops at once with its own error."""
+    import os
+
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    _stub(stubs, "memtier_benchmark", 'echo "memtier_benchmark 2.3.0"')
+    _stub(stubs, "dpkg-query", 'echo "install ok installed"')
+    for tool in memtier_build.BUILD_TOOLS:
+        _stub(stubs, tool, "exit 0")
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "VKBENCH_CACHE": str(tmp_path / "cache"),
+           "VKBENCH_MEMTIER_SOURCE": str(tmp_path / "no-such-archive.tar.gz")}
+    env.pop("VKBENCH_TOOL_MEMTIER_BENCHMARK", None)
+    return ["bash", str(REPO / "tools" / "setup" / "memtier.sh")], env
+
+
+def test_setup_builds_into_the_cache_although_a_memtier_is_on_path(tmp_path):
+    import subprocess
+
+    argv, env = _setup_script(tmp_path)
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert "cached" not in proc.stdout, "a memtier_benchmark on PATH was taken for the cache's build"
+    # It went on to build 2.3.0 into the cache, and stopped at the archive that is not there.
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "no-such-archive.tar.gz is not a file" in proc.stderr
+    assert (tmp_path / "bin" / "memtier_benchmark").is_file()   # the PATH copy is left alone
+
+
+def test_setup_only_checks_a_cached_build(tmp_path):
+    import subprocess
+
+    argv, env = _setup_script(tmp_path)
+    entry = tmp_path / "cache" / "memtier" / memtier_build.MEMTIER_VERSION
+    (entry / "bin").mkdir(parents=True)
+    _stub(entry / "bin", "memtier_benchmark", 'echo "memtier_benchmark 2.3.0"')
+    (entry / "meta.json").write_text('{"engine": "memtier", "version": "2.3.0"}\n')
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "memtier_benchmark: cached\n"), proc.stderr
