@@ -52,7 +52,7 @@ def valkey(tmp_path) -> dict:
     git(tree, "push", "-q", str(bare), f"HEAD:refs/pull/{PR}/head")
     # The maintainers' side: the caller committed on unstable, the remote named as on GitHub.
     git(tree, "checkout", "-q", "-B", "unstable", base)
-    (tree / ".github" / "workflows").mkdir(parents=True)
+    (tree / ".github" / "workflows").mkdir(parents=True, exist_ok=True)   # Valkey has its own workflows
     shutil.copy(ah.REPO / "docs" / "templates" / "valkey-vkbench-ab.yml", tree / ".github" / "workflows" / "vkbench-ab.yml")
     git(tree, "add", "-A")
     git(tree, "commit", "-q", "-m", "ci: vkbench A/B on a label")
