@@ -189,7 +189,8 @@ class ActResult:
 @functools.lru_cache(maxsize=1)
 def workflow_names() -> tuple[str, ...]:
     names = set()
-    for path in (REPO / ".github" / "workflows").glob("*.y*ml"):
+    # vkbench's workflows, and the callers it ships for Valkey repositories (docs/templates).
+    for path in [*(REPO / ".github" / "workflows").glob("*.y*ml"), *(REPO / "docs" / "templates").glob("*.y*ml")]:
         names.add(str(yaml.safe_load(path.read_text()).get("name") or path.name))
     return tuple(sorted(names, key=len, reverse=True))
 
