@@ -7,14 +7,14 @@
 
 Addresses come from 198.18.0.0/15, the range RFC 2544 sets aside for network benchmarks; they
 exist only inside the two namespaces, which are deleted afterwards. The host's own namespace gets
-no address, route, bridge, firewall rule or forwarding change (:func:`host_network_snapshot`
+no address, route, bridge, firewall rule or IPv4/IPv6 forwarding change (:func:`host_network_snapshot`
 is what the test compares before and after). The podman service uses the project's podman state
 (tools/setup/containers.sh) and, with netns=host, its containers live in the server namespace.
 
 As a tool it measures one cell both ways, same image, same settings (needs root):
 
     tools/twohost_lab.py                       # standalone, SET and GET, -P 16, 3 repetitions
-    tools/twohost_lab.py --cell '{"topology": "cluster:3"}' --json
+    tools/twohost_lab.py --cell '{"topology": "cluster:3:1"}' --json   # any topology, replicas too
 
 and prints the two-host throughput against the one-host throughput (client and servers on one
 network stack, the engine's local socket, 127.0.0.1). The test is
@@ -28,8 +28,11 @@ import hashlib
 import json
 import os
 import random
+import re
 import secrets
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -54,17 +57,113 @@ def containers_env() -> dict[str, str]:
     return {k: exported[k] for k in names if k in exported}
 
 
-def host_network_snapshot() -> dict:
-    """What a lab must leave as it found it in the host's namespace."""
-    snap: dict = {"ip_forward": Path("/proc/sys/net/ipv4/ip_forward").read_text().strip()}
-    snap["links"] = sorted(p.name for p in Path("/sys/class/net").iterdir())
-    snap["addresses"] = _run("ip", "-o", "addr", "show").stdout.count("\n")
-    snap["routes"] = _run("ip", "route", "show", "table", "all").stdout
-    for name, argv in (("nftables", ("nft", "list", "ruleset")), ("iptables", ("iptables-save",))):
-        if shutil.which(argv[0]):
-            out = _run(*argv, check=False).stdout
-            snap[name] = hashlib.sha256(out.encode()).hexdigest()
+def host_network_snapshot(netns: str | None = None) -> dict:
+    """What a lab must leave as it found it in the host's namespace (or in ``netns``, which the
+    test uses to show that each part of the comparison notices a change): links, the actual
+    addresses, IPv4 and IPv6 routes, IPv4 and IPv6 forwarding (global, default and per link), and
+    the firewall, read both from nf_tables itself (:func:`nftables_objects`, no ``nft`` binary
+    needed) and as iptables-save/ip6tables-save print it. Only sorted lists and strings: the
+    snapshot of a namespace comes back as JSON from a process run inside it."""
+    if netns is not None:
+        code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import twohost_lab; "
+                "print(json.dumps(twohost_lab.host_network_snapshot()))")
+        done = _run("ip", "netns", "exec", netns, sys.executable, "-c", code, str(Path(__file__).resolve().parent))
+        return json.loads(done.stdout)
+    snap: dict = {"links": sorted(p.name for p in Path("/sys/class/net").iterdir())}
+    snap["addresses"] = sorted(
+        f"{link['ifname']} {a['family']} {a['local']}/{a['prefixlen']}"
+        for link in json.loads(_run("ip", "-j", "addr", "show").stdout or "[]")
+        for a in link.get("addr_info", []) if "local" in a)
+    # A route learnt from a router advertisement counts down its lifetime: not a change.
+    snap["routes"] = [re.sub(r" expires \d+sec", "", _run("ip", *family, "route", "show", "table", "all").stdout)
+                      for family in (("-4",), ("-6",))]
+    snap["forwarding"] = {
+        str(path.relative_to("/proc/sys/net")): path.read_text().strip()
+        for path in sorted([Path("/proc/sys/net/ipv4/ip_forward"),
+                            *Path("/proc/sys/net/ipv4/conf").glob("*/forwarding"),
+                            *Path("/proc/sys/net/ipv6/conf").glob("*/forwarding")])}
+    snap["nftables"] = nftables_objects()
+    for name in ("iptables-save", "ip6tables-save", "iptables-legacy-save", "ip6tables-legacy-save"):
+        if shutil.which(name):
+            out = _run(name, check=False)
+            # Comment lines carry the time of the dump; [packets:bytes] counters move with traffic.
+            lines = [re.sub(r"\[\d+:\d+\]", "", line) for line in out.stdout.splitlines() if not line.startswith("#")]
+            snap[name] = lines if out.returncode == 0 else [f"exit {out.returncode}: {out.stderr.strip()}"]
     return snap
+
+
+# nf_tables over netlink (linux/netfilter/nfnetlink.h, nf_tables.h): what `nft list ruleset` reads.
+_NETLINK_NETFILTER = 12
+_NFNL_SUBSYS_NFTABLES = 10
+_NFT_GETTABLE, _NFT_GETCHAIN, _NFT_GETRULE, _NFT_GETSET = 1, 4, 7, 10
+_NLM_F_REQUEST, _NLM_F_DUMP = 0x1, 0x300
+_NLMSG_ERROR, _NLMSG_DONE = 2, 3
+_NFPROTO = {1: "inet", 2: "ip", 3: "arp", 5: "netdev", 7: "bridge", 10: "ip6"}
+# Expressions whose dump carries state that traffic moves (packet counts, quota used, last seen).
+_STATEFUL_EXPRESSIONS = {"counter", "quota", "last"}
+
+
+def _netlink_attributes(data: bytes) -> list[tuple[int, bytes]]:
+    found, offset = [], 0
+    while offset + 4 <= len(data):
+        length, kind = struct.unpack_from("=HH", data, offset)
+        if length < 4:
+            break
+        found.append((kind & 0x3FFF, data[offset + 4:offset + length]))
+        offset += (length + 3) & ~3
+    return found
+
+
+def _nft_dump(sock: socket.socket, message: int) -> list[tuple[str, dict[int, bytes]]]:
+    """Every object of one kind, in every family: [(family, {attribute: value})]."""
+    header = struct.pack("=LHHLL", 20, (_NFNL_SUBSYS_NFTABLES << 8) | message, _NLM_F_REQUEST | _NLM_F_DUMP, message, 0)
+    sock.send(header + struct.pack("=BBH", 0, 0, 0))   # nfgenmsg: every family, version 0
+    found = []
+    while True:
+        data, offset = sock.recv(1 << 20), 0
+        while offset + 16 <= len(data):
+            length, kind = struct.unpack_from("=LH", data, offset)
+            body = data[offset + 16:offset + length]
+            offset += (max(length, 16) + 3) & ~3
+            if kind == _NLMSG_DONE:
+                return found
+            if kind == _NLMSG_ERROR:
+                error = -struct.unpack_from("=i", body)[0]
+                if error:
+                    raise OSError(error, os.strerror(error))
+                continue
+            found.append((_NFPROTO.get(body[0], str(body[0])), dict(_netlink_attributes(body[4:]))))
+
+
+def nftables_objects() -> list[str]:
+    """Tables, chains (hook, policy), sets and rules of nf_tables in this namespace, one line each,
+    sorted; a rule as its handle and a hash of its expressions without their counters. A rule
+    added, removed or replaced changes the list; traffic does not."""
+    def text(value: bytes) -> str:
+        return value.rstrip(b"\0").decode(errors="replace")
+
+    def handle(value: bytes | None) -> int:
+        return struct.unpack(">Q", value)[0] if value else -1
+
+    try:
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, _NETLINK_NETFILTER) as sock:
+            tables, chains, sets, rules = (_nft_dump(sock, m) for m in (_NFT_GETTABLE, _NFT_GETCHAIN, _NFT_GETSET, _NFT_GETRULE))
+    except OSError as exc:   # no nfnetlink/nf_tables in this kernel: nothing to compare but that
+        return [f"nf_tables unavailable: {exc.strerror}"]
+    found = [f"table {family} {text(a[1])} #{handle(a.get(4))}" for family, a in tables]
+    found += [f"chain {family} {text(a[1])} {text(a[3])} #{handle(a.get(2))} hook={a.get(4, b'').hex()} "
+              f"policy={a.get(5, b'').hex()} type={text(a.get(7, b''))}" for family, a in chains]
+    found += [f"set {family} {text(a[1])} {text(a[2])} #{handle(a.get(16))}" for family, a in sets]
+    for family, a in rules:
+        digest = hashlib.sha256()
+        for _, element in _netlink_attributes(a.get(4, b"")):
+            expression = dict(_netlink_attributes(element))
+            name = text(expression.get(1, b""))
+            digest.update(name.encode() + b"\0")
+            if name not in _STATEFUL_EXPRESSIONS:
+                digest.update(expression.get(2, b"") + b"\0")
+        found.append(f"rule {family} {text(a[1])} {text(a[2])} #{handle(a.get(3))} {digest.hexdigest()[:16]}")
+    return sorted(found)
 
 
 def listening_addresses(netns: str | None = None) -> set[tuple[str, int]]:

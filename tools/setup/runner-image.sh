@@ -3,7 +3,7 @@
 # runners/site.yml: a `debootstrap --variant=minbase bookworm` rootfs imported into the project's
 # podman (tools/setup/containers.sh) as localhost/vkbench-runner-bookworm:<key>.
 #
-# Made once per package list and cached: the image carries fresh apt lists and, in apt's own
+# Made once per recipe and cached (the key below): the image carries fresh apt lists and, in apt's own
 # archive (/var/cache/apt/archives), the .deb files of what the roles install. The playbook
 # still installs every package itself (dpkg unpacks and configures them on the first run);
 # only the download is done ahead, so the test does not spend minutes fetching from the mirror.
@@ -23,16 +23,24 @@ log() { printf 'runner-image.sh: %s\n' "$*" >&2; }
 die() { printf 'runner-image.sh: ERROR: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run as root (debootstrap needs it)"
 
-# What the roles install with apt (runners/roles/*/tasks and defaults): keep in step with them.
-# A package missing here still installs, from the mirror, only slower.
-PACKAGES=(
-    # docker role, podman engine
-    ca-certificates curl gpg python3-debian podman runc
-    # actions_runner: its scripts, then what benchmark jobs build and run with
-    git jq tar build-essential ccache autoconf automake libtool pkg-config
-    libevent-dev libssl-dev zlib1g-dev libpcre3-dev python3-venv linux-perf
+# What the playbook installs with apt, one list per apt task, in the order the roles run them
+# (docker role with docker_engine: podman, then actions_runner; runners/roles/*/tasks and
+# defaults): keep in step with them (tests/unit/runners checks it; the provisioning test fails
+# when the playbook had to download). Each list is resolved as its own transaction, as the
+# playbook does: a dependency with alternatives ("gnupg | gpg", podman's libgpgme11) resolves
+# differently when the whole set is asked for at once, and the playbook then downloads.
+ENGINE_PACKAGES=(podman runc)
+RUNNER_PACKAGES=(
+    # the runner's scripts
+    ca-certificates curl git jq tar
+    # what benchmark jobs build and run with (actions_runner_job_packages; perf as on Debian)
+    build-essential ccache pkg-config autoconf automake libtool
+    libevent-dev libssl-dev zlib1g-dev libpcre3-dev python3 python3-venv linux-perf
 )
-KEY=$(printf '%s\n' "$MIRROR" "${PACKAGES[@]}" | sha256sum | cut -c1-12)
+# The content key: this file (the package lists and every build step) and the mirror. Any change
+# to either makes a new image; an unchanged recipe reuses the one in the project's podman
+# storage (.cache/containers), across sessions.
+KEY=$({ printf '%s\n' "$MIRROR"; cat -- "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-12)
 IMAGE="localhost/vkbench-runner-bookworm:$KEY"
 if podman image exists "$IMAGE"; then
     echo "$IMAGE" >"$VKBENCH_CONTAINERS_STATE/runner-image"
@@ -64,8 +72,12 @@ echo force-unsafe-io >"$rootfs/etc/dpkg/dpkg.cfg.d/vkbench-unsafe-io"
 cp -L /etc/resolv.conf "$rootfs/etc/resolv.conf"
 log "apt lists and the roles' .debs into the image's apt archive"
 chroot "$rootfs" apt-get -qq update
-chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get -qq install --download-only --no-install-recommends -y \
-    "${PACKAGES[@]}" >/dev/null
+download() {
+    chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get -qq install --download-only --no-install-recommends -y \
+        "$@" >/dev/null
+}
+download "${ENGINE_PACKAGES[@]}"
+download "${RUNNER_PACKAGES[@]}"
 rm -f "$rootfs/etc/resolv.conf"   # the engine provides one
 
 log "importing $IMAGE"

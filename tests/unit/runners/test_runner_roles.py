@@ -10,7 +10,7 @@ import jinja2
 import pytest
 import yaml
 
-from .conftest import RUNNERS, SCRIPTS, ROLES, load_yaml, role_tasks
+from .conftest import REPO, ROLES, RUNNERS, SCRIPTS, load_yaml, role_tasks
 
 RUNNER_ROLE = ROLES / "actions_runner"
 UNIT = (RUNNER_ROLE / "templates" / "vkbench-runner.service.j2").read_text()
@@ -146,7 +146,10 @@ def test_overclock_is_off_by_default():
 
 def test_overclock_off_removes_the_config_block_and_on_warns_loudly():
     tasks = load_yaml(ROLES / "bench_tuning" / "tasks" / "pi.yml")
-    block = next(t for t in tasks if task_module(t) == "ansible.builtin.blockinfile")
+    config_tasks = load_yaml(ROLES / "bench_tuning" / "tasks" / "pi_config.yml")
+    assert {"ansible.builtin.import_tasks": "pi_config.yml"} in [
+        {k: v for k, v in t.items() if k == "ansible.builtin.import_tasks"} for t in tasks]
+    block = next(t for t in config_tasks if task_module(t) == "ansible.builtin.blockinfile")
     args = block["ansible.builtin.blockinfile"]
     assert args["state"] == "{{ 'present' if bench_tuning_pi_overclock | bool else 'absent' }}"
     assert "over_voltage={{ bench_tuning_pi_over_voltage }}" in args["block"]
@@ -197,3 +200,22 @@ def test_systemd_actions_are_skipped_without_systemd(role):
             when = str(task.get("when", ""))
             # ...or gated on a unit service_facts found, which only runs under systemd.
             assert "_systemd | bool" in when or "in ansible_facts.services" in when, f"{path.name}: {task['name']}"
+
+
+def test_the_provisioning_test_image_downloads_each_apt_task_of_the_roles():
+    """tools/setup/runner-image.sh downloads the .debs the roles install (Debian, podman engine)
+    into the test image, one list per apt task: the playbook's transactions then find all of them."""
+    script = (REPO / "tools/setup/runner-image.sh").read_text()
+
+    def bash_array(name: str) -> list[str]:
+        body = re.search(rf"^{name}=\(((?:[^()#]|#[^\n]*)*)\)", script, re.M).group(1)   # comments may hold ()
+        return [word for line in body.splitlines() for word in line.split("#")[0].split()]
+
+    podman = next(t for t in load_yaml(ROLES / "docker/tasks/podman.yml") if task_module(t) == "ansible.builtin.apt")
+    install = next(t for t in load_yaml(RUNNER_ROLE / "tasks/install.yml") if task_module(t) == "ansible.builtin.apt")
+    base = ast.literal_eval(re.search(r"\{\{ (\[.*?\]) \+ actions_runner_job_packages \}\}",
+                                      install["ansible.builtin.apt"]["name"]).group(1))
+    jobs = [p.replace("{{ actions_runner_perf_package }}", "linux-perf") for p in DEFAULTS["actions_runner_job_packages"]]
+    assert bash_array("ENGINE_PACKAGES") == podman["ansible.builtin.apt"]["name"]
+    assert sorted(bash_array("RUNNER_PACKAGES")) == sorted(base + jobs)
+    assert re.search(r'^download "\$\{ENGINE_PACKAGES\[@\]\}"\ndownload "\$\{RUNNER_PACKAGES\[@\]\}"$', script, re.M)
