@@ -14,7 +14,7 @@ from pathlib import Path
 from .errors import UsageError
 from .parsers.record import LATENCY_KEYS
 from .results.io import load_result, result_files
-from .servers.source_build import config_differences
+from .servers.source_build import PER_BUILD_FIELDS
 from .stats import compare_samples
 
 METRICS = ("rps",) + LATENCY_KEYS
@@ -56,6 +56,11 @@ def _label(result: dict) -> str:
     return f"{subject['engine']}:{subject.get('server_version') or subject['version']}"
 
 
+def _side(name: str, result: dict) -> str:
+    """``base valkey:unstable``: the side, and the version as asked (the label shows what it reports)."""
+    return f"{name} {result['subject']['engine']}:{result['subject']['version']}"
+
+
 def _load_dir(path: Path) -> dict[tuple, dict]:
     files = result_files([path])
     if not files:
@@ -92,21 +97,53 @@ def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...
     return rows, unmatched
 
 
+#: Fields of a recorded build configuration that are not the configuration itself: per-build
+#: values, and a release's note on what it cannot vouch for.
+_NOT_CONFIG = PER_BUILD_FIELDS | {"unknown"}
+
+
+def config_warning(a: dict | None, b: dict | None, a_label: str, b_label: str) -> str | None:
+    """What a reader of a comparison must know about the two sides' build configurations: the
+    known fields that differ (``malloc: 'libc' vs 'jemalloc'``), and where a side's configuration
+    is unknown, wholly (a binary given by path, a registry image, an old result) or in part (a
+    release: only its allocator is known). None when both are recorded and the same."""
+    if a and b and a.get("id") is not None and a.get("id") == b.get("id"):
+        return None
+    if not a and not b:
+        return (f"build configuration unknown for both sides ({a_label}, {b_label}): a difference may come from "
+                "how they were built (allocator, compiler, flags), not from the code")
+    if not a or not b:
+        known, label = (b, a_label) if not a else (a, b_label)
+        malloc = f" (the other side: malloc={known['malloc']})" if known.get("malloc") else ""
+        return (f"build configuration unknown for {label}: cannot tell whether the builds differ in allocator, "
+                f"compiler or flags{malloc}")
+    keys = sorted((set(a) | set(b)) - _NOT_CONFIG)
+    differ = [f"{k}: {a[k]!r} vs {b[k]!r}" for k in keys if k in a and k in b and a[k] != b[k]]
+    unknown = [(label, [k for k in keys if k not in mine]) for label, mine in ((a_label, a), (b_label, b))]
+    unknown = [f"{label}: {', '.join(fields)}" for label, fields in unknown if fields]
+    parts = []
+    if differ:
+        parts.append("build configurations differ (" + "; ".join(differ) + ")")
+    if unknown:
+        parts.append("build configuration unknown in part (" + "; ".join(unknown) + ")")
+    return "; ".join(parts) or None
+
+
 def build_warnings(base_dir: Path, candidate_dir: Path) -> list[str]:
-    """One line per pair of matched cells whose source builds differ in configuration (allocator,
-    compiler, flags): their difference is not the code's alone."""
+    """One line per distinct build-configuration difference between matched cells (allocator,
+    compiler, flags), or per side whose configuration is unknown: the difference between the
+    two sides may then not be the code's alone. Two runs of the same binary need no warning."""
     base, cand = _load_dir(base_dir), _load_dir(candidate_dir)
-    seen: set[tuple] = set()
-    out = []
+    out: list[str] = []
     for key in [k for k in base if k in cand]:
-        a = (base[key]["subject"].get("build") or {}).get("config")
-        b = (cand[key]["subject"].get("build") or {}).get("config")
-        if not a or not b or a.get("id") == b.get("id"):
-            continue
-        diffs = tuple(config_differences(a, b))
-        if diffs and diffs not in seen:
-            seen.add(diffs)
-            out.append("build configurations differ (" + "; ".join(diffs) + ")")
+        a_build = base[key]["subject"].get("build") or {}
+        b_build = cand[key]["subject"].get("build") or {}
+        if a_build.get("id") and a_build.get("id") == b_build.get("id") and a_build.get("config") == b_build.get("config"):
+            continue    # the same binary
+        warning = config_warning(a_build.get("config"), b_build.get("config"), _side("base", base[key]),
+                                 _side("candidate", cand[key]))
+        if warning and warning not in out:
+            out.append(warning)
     return out
 
 

@@ -27,6 +27,10 @@ REGRESSION = {"machine_class": "cloud-x86", "version": "unstable", "command": "S
 #: The injected improvement: pi-cm4, unstable, GET, io-threads 2, +10% from run 12 on.
 IMPROVEMENT = {"machine_class": "pi-cm4", "version": "unstable", "command": "GET", "io_threads": 2, "topology": "standalone", "at": 12, "factor": 1.10}
 KERNEL_UPDATE_AT = 25  # pi-cm4 environment changes here (a new fingerprint segment)
+#: Where each class's ``unstable`` builds come from (source builds record their repository;
+#: releases name none and link to the engine's repository): a fork on GitHub, and a local
+#: mirror without commit pages (plain text on the site).
+SOURCE_REPOSITORIES = {"cloud-x86": "https://github.com/example-fork/valkey.git", "pi-cm4": "file:///srv/mirrors/valkey.git"}
 
 
 def canonical(data) -> str:
@@ -130,6 +134,7 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
                 "build_id": "sha256:" + commit_of("build", dims["version"], k), "fingerprint_id": fid,
                 "valid": not invalid, "flags": ["client-bound"] if invalid else [],
                 "workflow_run_url": RUN_URL.format(9000 + k * 2 + (cls == "pi-cm4")),
+                **({"repository": SOURCE_REPOSITORIES[cls]} if dims["version"] == "unstable" else {}),
                 "metrics": {
                     "rps": _stat(rps, 0.01, rng), "avg": _stat(p50 * 1.05, 0.02, rng), "min": _stat(p50 * 0.3, 0.05, rng),
                     "p50": _stat(p50, 0.02, rng), "p95": _stat(p50 * 1.6, 0.03, rng), "p99": _stat(p50 * 2.2, 0.04, rng),
@@ -161,7 +166,8 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
     ):
         pts = facts["points"][sid]
         good, bad = pts[effect["at"] - 1], pts[effect["at"]]
-        ref = lambda p: {"run_id": p["run_id"], "version": p["version"], "commit": p["commit"], "timestamp": p["timestamp"]}  # noqa: E731
+        ref = lambda p: {"run_id": p["run_id"], "version": p["version"], "commit": p["commit"], "timestamp": p["timestamp"],  # noqa: E731
+                         **({"repository": p["repository"]} if p.get("repository") else {})}
         magnitude = round(effect["factor"] - 1, 3)
         direction = "regression" if magnitude < 0 else "improvement"
         detect["change_points"].append({

@@ -33,13 +33,17 @@ def test_overview_lists_the_open_incident(site, new_page):
     commit_links = card.locator(".range a")
     assert commit_links.count() == 2
     bad_commit = facts["detect"]["incidents"][0]["bad"]["commit"]
-    assert commit_links.nth(1).get_attribute("href") == f"https://github.com/valkey-io/valkey/commit/{bad_commit}"
+    # unstable on cloud-x86 is built from a fork: its commits link there, not to upstream
+    assert commit_links.nth(1).get_attribute("href") == f"https://github.com/example-fork/valkey/commit/{bad_commit}"
     assert card.locator(".marker-regression").count() == 1, "the change point is marked on the incident chart"
     assert re.search(r"/actions/runs/\d+$", card.locator("a", has_text="after").get_attribute("href"))
     # Machine classes with their newest run, and the improvement.
     assert page.locator(".class-card").count() == 2
     assert page.locator(".class-card", has_text="cloud-x86").locator(".badge.bad").count() == 1
-    assert page.locator(".improvements li[data-incident='inc-get-io2-pi']").count() == 1
+    improvement = page.locator(".improvements li[data-incident='inc-get-io2-pi']")
+    assert improvement.count() == 1
+    # pi-cm4 builds from a file:// mirror, which has no commit pages: plain text, no guessed link
+    assert improvement.locator(".range a").count() == 0 and improvement.locator(".range code").count() == 2
     # Lazy loading: the overview reads only the incident's series, never a latency file.
     series_files = [u for u in requested if "/data/series/" in u]
     assert len(series_files) == 1 and facts["regression_sid"] in series_files[0]
@@ -191,16 +195,40 @@ def test_explorer_screenshot_for_docs(site, new_page):
     problems.assert_none()
 
 
-def test_click_opens_the_commit(site, new_page):
+@pytest.mark.parametrize("server, link", [
+    # a source build links to the repository it was built from (here a fork on GitHub) ...
+    ("valkey:unstable", r"https://github\.com/example-fork/valkey/commit/[0-9a-f]{12}$"),
+    # ... a release names no repository: its commit is upstream's
+    ("valkey:9.1.2", r"https://github\.com/valkey-io/valkey/commit/[0-9a-f]{12}$"),
+])
+def test_click_opens_the_commit(site, new_page, server, link):
     url, _ = site
     page, problems = new_page()
     # GitHub is not reachable from here: answer the popup locally and check where it went.
     page.context.route("https://github.com/**", lambda route: route.fulfill(status=200, body="github"))
-    open_view(page, url, "#/explorer?command=SET&io_threads=1&machine_class=cloud-x86&server=valkey:unstable&topology=standalone", ".legend-item")
+    open_view(page, url, f"#/explorer?command=SET&io_threads=1&machine_class=cloud-x86&server={server}&topology=standalone", ".legend-item")
     box = page.locator(".chart .u-over").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     page.locator(".tooltip").wait_for(state="visible")
     with page.context.expect_page() as popup:
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    assert re.match(r"https://github\.com/valkey-io/valkey/commit/[0-9a-f]{12}$", popup.value.url)
+    assert re.match(link, popup.value.url)
+    problems.assert_none()
+
+
+def test_a_commit_without_commit_pages_is_plain_text(site, new_page):
+    """pi-cm4's unstable is built from a file:// mirror: the tooltip names the commit, and a click
+    opens the workflow run instead of a guessed commit page."""
+    url, _ = site
+    page, problems = new_page()
+    page.context.route("https://github.com/**", lambda route: route.fulfill(status=200, body="github"))
+    open_view(page, url, "#/explorer?command=SET&io_threads=1&machine_class=pi-cm4&server=valkey:unstable&topology=standalone", ".legend-item")
+    box = page.locator(".chart .u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    tip = page.locator(".tooltip")
+    tip.wait_for(state="visible")
+    assert "commit " in tip.inner_text() and "opens the workflow run" in tip.inner_text()
+    with page.context.expect_page() as popup:
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert re.match(r"https://github\.com/valkey-io/vkbench/actions/runs/\d+$", popup.value.url)
     problems.assert_none()

@@ -46,16 +46,18 @@ def find_candidate(
 ) -> Candidate | None:
     """The candidate at the end of the series, if any.
 
-    Looked at: the last fingerprint segment's valid runs. For k = 1 .. min_after-1 trailing runs,
-    each must differ from the median of the ``window`` runs before them by at least the minimum
-    effect (noise-aware, as detection's), in the same direction. An accepted change point at or
-    after those runs means detection already reports it: no candidate.
+    Looked at: the valid runs since the last fingerprint change or accepted change point. For
+    k = 1 .. min_after-1 trailing runs, each must differ from the median of the ``window`` runs
+    before them by at least the minimum effect (noise-aware, as detection's), in the same
+    direction. An accepted change point at or after those runs means detection already reports
+    it: no candidate. Nor is the level before an accepted change the baseline of a new one: the
+    nights after a reported drop are at the new level, not a second drop.
     """
     params = params or DetectionParams()
     n = len(values)
     if n == 0:
         return None
-    start, end = segment_bounds(n, fingerprints, ())[-1]
+    start, end = segment_bounds(n, fingerprints, accepted)[-1]
     idx = [i for i in range(start, end)
            if values[i] is not None and values[i] > 0 and (valid is None or valid[i])]
     if len(idx) < params.min_before + 1:

@@ -11,6 +11,9 @@
    minimum effect) or rejected.
 4. :func:`apply` (``vkbench detect``): a confirmed request becomes an incident that night, with the
    A/B's effect and interval; a rejected one stays recorded and never alerts.
+5. Nights later the persistence rule reports the same change as a regular change point. The
+   incident it forms keeps the confirmed incident's id (:func:`apply` matches it by the first bad
+   run or commit), so it stays one incident, with one GitHub issue and one set of annotations.
 """
 
 from __future__ import annotations
@@ -141,25 +144,99 @@ def record(store: HistoryStore, request: dict, ab_report: dict, params: Detectio
     return entry
 
 
-def apply(incidents: list[dict], requests: list[dict], confirmations: dict) -> tuple[list[dict], list[dict]]:
+def incident_id_of(request_id: str) -> str:
+    """The id of the incident a confirmed request becomes (and keeps, see :func:`apply`)."""
+    return request_id.replace("confirm-", "inc-", 1)
+
+
+def apply(incidents: list[dict], requests: list[dict], confirmations: dict, *,
+          change_points: list[dict] = (), annotations: list[dict] = ()) -> tuple[list[dict], list[dict]]:
     """(incidents with the confirmed requests added, requests still waiting for an A/B).
 
-    Rejected requests are dropped from both: recorded in confirmations.json, never alerting."""
+    Rejected requests are dropped from both: recorded in confirmations.json, never alerting.
+    A regular incident (from ``change_points``) of a change that an A/B confirmed earlier takes
+    over the confirmed incident's id (its change points' ``incident_id`` follow) and its A/B
+    figures, instead of appearing beside it under another id: the change stays one incident, and
+    ``vkbench alert`` keeps updating its issue instead of closing it as noise and opening another.
+    Annotations about a confirmed incident's id apply to it, before and after."""
+    adopted = _adopt_confirmed_ids(incidents, change_points, confirmations, annotations)
     waiting = []
     for req in requests:
         entry = confirmations.get(req["id"])
         if entry is None:
             waiting.append(req)
-        elif entry["status"] == "confirmed":
-            incidents.append(_confirmed_incident(req, entry))
+        elif entry["status"] == "confirmed" and req["id"] not in adopted:
+            incidents.append(_annotated(_confirmed_incident(req, entry), annotations))
     return incidents, waiting
+
+
+def _adopt_confirmed_ids(incidents: list[dict], change_points: list[dict], confirmations: dict,
+                         annotations: list[dict]) -> set[str]:
+    """Give each regular regression incident that matches a confirmed request that request's
+    incident id; return the ids of the requests adopted this way (each at most once)."""
+    members: dict[str, list[dict]] = {}
+    for cp in change_points:
+        members.setdefault(cp.get("incident_id"), []).append(cp)
+    confirmed = sorted((e for e in confirmations.values() if e.get("status") == "confirmed" and e.get("request")),
+                       key=lambda e: (e["request"]["bad"].get("timestamp") or "", e["id"]))
+    adopted: set[str] = set()
+    taken: set[int] = set()
+    for entry in confirmed:
+        req = entry["request"]
+        scored = [(_match_score(req, members.get(inc["id"], [])), k) for k, inc in enumerate(incidents)
+                  if k not in taken and inc.get("direction") == "regression"
+                  and inc.get("machine_class") == req["machine_class"]]
+        scored = [(score, k) for score, k in scored if score > 0]
+        if not scored:
+            continue
+        _, k = max(scored, key=lambda sk: (sk[0], -sk[1]))
+        incident, new_id = incidents[k], incident_id_of(entry["id"])
+        for cp in members.get(incident["id"], []):
+            cp["incident_id"] = new_id
+        ab = entry["ab"]
+        incident["id"] = new_id
+        incident["confirmation"] = {"by": "ab", "change": ab.get("change"), "ci_low": ab.get("ci_low"),
+                                    "ci_high": ab.get("ci_high"), "mde": ab.get("mde"), "rounds": ab.get("rounds")}
+        if not incident.get("annotation"):
+            _annotated(incident, annotations)
+        taken.add(k)
+        adopted.add(entry["id"])
+    return adopted
+
+
+def _match_score(req: dict, cps: list[dict]) -> int:
+    """How well an incident's change points fit a confirmed request: 0 when none moved at the
+    request's first bad build (its run, or the same commit, or a run or two off: persistence
+    locates a change to +-1-2 runs); more for each exact match and each series in common."""
+    bad_run, bad_commit = req["bad"].get("run_id"), req["bad"].get("commit")
+    series = {s["series_id"] for s in req.get("series") or []}
+    score = 0
+    for cp in cps:
+        runs = cp.get("runs") or {}
+        near = set(runs.get("before", [])[-2:]) | set(runs.get("after", [])[:3])
+        exact = cp["bad"].get("run_id") == bad_run or (bad_commit and cp["bad"].get("commit") == bad_commit)
+        if exact or bad_run in near:
+            score += 2 + bool(exact) + (cp.get("series_id") in series)
+    return score
+
+
+def _annotated(incident: dict, annotations: list[dict]) -> dict:
+    """An annotation about this incident's id (``incident: inc-...``), as detection applies them."""
+    annotation = next((a for a in annotations if a.get("incident") == incident["id"]), None)
+    if annotation is not None:
+        incident["annotation"] = annotation
+        if annotation["action"] == "silence":
+            incident["silenced"] = True
+        elif annotation["action"] == "reset-baseline":
+            incident["status"], incident["resolution"] = "closed", "baseline-reset"
+    return incident
 
 
 def _confirmed_incident(req: dict, entry: dict) -> dict:
     ab = entry["ab"]
     magnitude = ab.get("change") if ab.get("change") is not None else req["magnitude"]
     return {
-        "id": req["id"].replace("confirm-", "inc-"),
+        "id": incident_id_of(req["id"]),
         "title": (f"{ab.get('command') or 'rps'} {ab.get('cell') or ''}, {req['machine_class']}: {magnitude:+.0%} "
                   f"between {req['good'].get('commit', '')[:10]} and {req['bad'].get('commit', '')[:10]} "
                   "(confirmed by A/B)").replace("+-", "-"),

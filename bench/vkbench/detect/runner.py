@@ -67,8 +67,11 @@ def run_detection(
     from . import confirmations
 
     requests = confirmations.confirmation_requests(store, change_points, params)
-    recorded = confirmations.load(store)["confirmations"] if requests else {}
-    incidents, waiting = confirmations.apply(incidents, requests, recorded)
+    # Read even without requests: a change confirmed nights ago keeps its incident id now that
+    # the persistence rule reports it.
+    recorded = confirmations.load(store)["confirmations"]
+    incidents, waiting = confirmations.apply(incidents, requests, recorded, change_points=change_points,
+                                             annotations=entries)
     attach_profile_diffs(store.path, incidents, store.read_series, series_index)
     return_doc: dict[str, Any] = {
         "generated": utc_now(),

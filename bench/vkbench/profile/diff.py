@@ -119,7 +119,12 @@ def tree(stacks: Mapping[str, int], *, root: str = "all") -> dict:
 
 def diff_tree(before: Mapping[str, int], after: Mapping[str, int]) -> dict:
     """The *after* tree with a ``delta`` per node: its samples minus the *before* samples scaled
-    to the same total, so a differential flame graph colours what grew (red) and shrank (blue)."""
+    to the same total, so a differential flame graph colours what grew (red) and shrank (blue).
+
+    A stack that only the *before* profile has (code that disappeared, or stopped running) is
+    drawn at its scaled before size (at least one sample) with all of it as a negative delta: a
+    frame that is entirely blue, instead of no frame at all. The drawn total is then the after
+    samples plus those of the vanished stacks."""
     b_total, a_total = sum(before.values()), sum(after.values())
     scale = a_total / b_total if b_total else 0.0
     merged: dict[str, tuple[int, float]] = {}
@@ -130,8 +135,9 @@ def diff_tree(before: Mapping[str, int], after: Mapping[str, int]) -> dict:
         merged[stack] = (a, count * scale)
     top: dict = {"name": "all", "value": 0, "delta": 0.0, "children": {}}
     for stack, (count, base) in merged.items():
-        # value is what is drawn: a stack only in the before profile keeps a sliver so it is visible.
-        value = count if count else 0
+        # value is what is drawn: a stack only in the before profile keeps its scaled size (at
+        # least a sliver) so what vanished is visible, coloured by its negative delta.
+        value = count if count else max(1, round(base))
         top["value"] += value
         top["delta"] += count - base
         node = top

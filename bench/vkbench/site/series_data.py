@@ -7,6 +7,7 @@
      "c": [commit code], "commits": ["a1b2c3d4e5f6" (12 hex)], "v": [server version code], "versions": [...],
      "fp": [fingerprint code], "fps": [{"id", "label", "detail"}],
      "runs": [url suffix], "run_prefix": "https://github.com/o/r/actions/runs/",
+     "r": [repository code], "repos": ["https://github.com/o/valkey/commit/" | "" | null],
      "m": {"rps": {"med": [...], "lo": [...], "hi": [...]}, "p50": {...}},
      "more": ["avg", "p99", ...]  (metrics kept in the latency file),
      "noise": {"rps": 0.03}, "cp": [{"metric", "i", "dir", "mag", "incident"}],
@@ -15,6 +16,11 @@
 ``data/series/<sid>.latency.json``: ``{"m": {...}}`` with the other latency metrics (avg, min,
 p95, p99, p999, max), loaded only when the explorer shows one of them: most views need rps
 and p50 only, and the metric columns are most of a series' bytes.
+
+``r``/``repos`` (only when some point names its repository, i.e. a source build): where each
+point's commit links to, as the commit-URL prefix of the repository it was built from (GitHub or
+GitLab), ``""`` for a repository without commit pages (a file:// mirror: plain text), ``null`` for
+a point that names none (a release: the engine's own repository, ``commit_repos`` in index.json).
 
 Columns are parallel arrays in (timestamp, run_id) order; uPlot draws straight from them.
 Commits are cut to 12 hex digits (unique in any real repository; GitHub resolves them in
@@ -26,6 +32,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from ..repolinks import commit_prefix
 from .compact import BOUND_DIGITS, Dictionary, common_prefix, epoch, num
 
 METRICS = ("rps", "avg", "min", "p50", "p95", "p99", "p999", "max")
@@ -53,6 +60,30 @@ def env_label(fingerprint_id: str, env: dict | None) -> dict:
             parts.append(str(env[key]))
     detail = "\n".join(f"{k}: {env[k]}" for k in _ENV_DETAIL_FIELDS if env.get(k) not in (None, ""))
     return {"id": fingerprint_id, "label": " · ".join(parts) or f"environment {fingerprint_id[:8]}", "detail": detail}
+
+
+def repository_link_prefix(repository: str | None) -> str | None:
+    """Where a commit of ``repository`` links to: its commit-URL prefix on GitHub or GitLab,
+    ``""`` (plain text) for any other URL, None when the point names no repository."""
+    if not repository:
+        return None
+    return commit_prefix(repository) or ""
+
+
+def with_commit_links(incidents: list[dict]) -> list[dict]:
+    """The incidents with ``commit_url`` on each end (good, bad) that names its repository: the
+    commit's page there, or ``""`` (plain text) when that repository has no commit pages. Ends
+    without a repository (releases) keep linking to the engine's repository."""
+    out = []
+    for incident in incidents:
+        incident = dict(incident)
+        for end in ("good", "bad"):
+            ref = incident.get(end)
+            if isinstance(ref, dict) and ref.get("repository") and ref.get("commit"):
+                prefix = repository_link_prefix(ref["repository"])
+                incident[end] = {**ref, "commit_url": prefix + ref["commit"] if prefix else ""}
+        out.append(incident)
+    return out
 
 
 def _annotation_text(annotation: Any) -> str | None:
@@ -103,8 +134,10 @@ class Columns:
         self.c: list[int] = []
         self.v: list[int] = []
         self.fp: list[int] = []
+        self.r: list[int] = []
         self.urls: list[str] = []
         self.flagsets, self.commits, self.versions, self.fps = Dictionary(), Dictionary(), Dictionary(), Dictionary()
+        self.repos = Dictionary()  # commit-link prefixes (see repository_link_prefix)
         self.cols: dict[str, dict[str, list]] = {}
         self.cv_tail: dict[str, list] = {}
         self.run_ids: dict[str, int] | None = {}  # run_id -> first index; None when unknown (from files)
@@ -129,6 +162,7 @@ class Columns:
             self.c.append(self.commits.code((point.get("commit") or "")[:COMMIT_DIGITS]))
             self.v.append(self.versions.code(point.get("server_version") or point.get("version") or ""))
             self.fp.append(self.fps.code(point.get("fingerprint_id") or ""))
+            self.r.append(self.repos.code(repository_link_prefix(point.get("repository"))))
             self.urls.append(point.get("workflow_run_url") or "")
             stats = point.get("metrics") or {}
             for m in present:
@@ -153,8 +187,11 @@ class Columns:
             t.append(acc)
         self.t = t
         self.ok, self.fl, self.c, self.v, self.fp = main["ok"], main["fl"], main["c"], main["v"], main["fp"]
+        # A file without repositories is one whose points all name none (code 0 -> null).
+        self.r = main.get("r") or [0] * self.n
         for dictionary, values in ((self.flagsets, main["flags"]), (self.commits, main["commits"]),
-                                   (self.versions, main["versions"]), (self.fps, [f["id"] for f in main["fps"]])):
+                                   (self.versions, main["versions"]), (self.fps, [f["id"] for f in main["fps"]]),
+                                   (self.repos, main.get("repos") or [None])):
             for value in values:
                 dictionary.code(value)
         prefix = main["run_prefix"]
@@ -243,6 +280,7 @@ def assemble_series(sid: str, cols: Columns, sdetect: dict, noise_of: dict, seg_
         "fps": [env_label(f, env_of(f) if f else None) for f in cols.fps.values],
         "run_prefix": prefix,
         "runs": [u[cut:] for u in urls],
+        **({"r": cols.r, "repos": cols.repos.values} if any(v is not None for v in cols.repos.values) else {}),
         "m": {m: cols.cols[m] for m in present if m in HEADLINE_METRICS},
         "more": [m for m in present if m not in HEADLINE_METRICS],
         "noise": noise,

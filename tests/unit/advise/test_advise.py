@@ -109,6 +109,67 @@ def test_cpu_placement_gives_the_server_its_own_cores():
     assert a.recommended == 4
 
 
+@pytest.fixture
+def two_host_sweep():
+    """io-threads 1, 2, 4 and 8 of a server on an 8-core machine reached over the network (compose
+    on a remote engine: the result records the server's machine as server_environment), driven by
+    4 client threads on a 2-core client machine."""
+    server = {"fingerprint_id": "fp-server", "arch": "x86_64", "cores": 8, "cpu_model": "AMD EPYC"}
+    results = []
+    for io, rps in ((1, 300e3), (2, 520e3), (4, 800e3), (8, 810e3)):
+        r = _result(io, [rps * 0.99, rps, rps * 1.01], cls="two-host", cores=2, backend="compose", client_threads=4)
+        r["server_environment"] = dict(server)
+        results.append(r)
+    return results
+
+
+def test_a_remote_server_uses_its_own_cores_and_the_client_does_not_count(two_host_sweep):
+    [a] = advise(two_host_sweep)
+    assert a.server_cores == 8 and not a.client_on_box
+    assert [s.threads for s in a.settings] == [1, 2, 4, 8]
+    assert not any(s.oversubscribed for s in a.settings) and not a.warnings
+    assert a.recommended == 4 and a.best == 8
+    assert "io-threads 8 is only 1% faster, within the noise" in a.sentence and "client shares" not in a.sentence
+
+
+def test_a_remote_server_oversubscribed_by_io_threads_alone(two_host_sweep):
+    for r in two_host_sweep:
+        r["server_environment"]["cores"] = 4
+    two_host_sweep[-1]["summary"]["SET"]["rps"] = summarize([500e3, 505e3, 495e3])   # io-threads 8 on 4 cores
+    [a] = advise(two_host_sweep)
+    assert a.recommended == 4 and [w["io_threads"] for w in a.warnings if w["code"] == "oversubscribed"] == [8]
+    assert "use io-threads 4 on two-host: 8 is 38% slower, the server has 4 cores and io-threads 8 oversubscribes them" in a.sentence
+
+
+def test_server_machines_are_separate_workloads(two_host_sweep):
+    other = copy.deepcopy(two_host_sweep[:2])
+    for r in other:
+        r["server_environment"]["fingerprint_id"] = "fp-other-server"
+    assert len(advise([*two_host_sweep, *other])) == 2
+
+
+def test_an_invalid_result_never_wins_silently():
+    """io-threads 2 measured faster, but the client was the bottleneck there (the result is
+    invalid): the recommendation comes from the valid settings, and the advice says why."""
+    results = [_result(1, [400e3, 410e3, 390e3], cores=8), _result(2, [600e3, 610e3, 590e3], cores=8, flags=("client-bound",)),
+               _result(4, [300e3, 310e3, 290e3], cores=8)]
+    [a] = advise(results)
+    assert a.recommended == 1 and a.best == 1
+    assert [(w["code"], w["io_threads"]) for w in a.warnings if w["code"] == "invalid"] == [("invalid", 2)]
+    assert "io-threads 2 measured as fast or faster but was left out, flagged invalid (io-threads 2: client-bound)" in a.sentence
+    assert "use io-threads 1 on box: 4 is 25% slower" in a.sentence
+    row = next(r for r in to_markdown([a]).splitlines() if r.startswith("| 2 |"))
+    assert "invalid: not considered" in row
+
+
+def test_every_result_invalid_is_said_plainly():
+    results = [_result(io, [v] * 3, cores=8, flags=("client-bound",)) for io, v in ((1, 400e3), (2, 600e3))]
+    [a] = advise(results)
+    assert a.recommended == 2
+    assert any(w["code"] == "no-valid-setting" for w in a.warnings)
+    assert "every setting was flagged invalid" in a.sentence
+
+
 def test_slower_within_noise_still_says_why():
     results = [_result(1, [500e3, 600e3, 400e3], client_threads=1), _result(2, [470e3, 570e3, 370e3], client_threads=1)]
     [a] = advise(results)

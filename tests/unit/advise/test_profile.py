@@ -75,6 +75,30 @@ def test_flame_graph_trees():
     assert spin["delta"] == pytest.approx(10 - 10 * 1.5)
 
 
+def test_the_diff_flame_graph_shows_code_that_disappeared():
+    """A stack only the before profile has is drawn at its scaled size, entirely as a negative
+    delta (blue), and its parents count it; the stacks of the after profile keep their size."""
+    before = {"main;aeMain;processCommand;setCommand;oldFastPath": 30, "main;aeMain;processCommand;setCommand": 20,
+              "main;aeMain;readQueryFromClient": 50}
+    after = {"main;aeMain;processCommand;setCommand": 100, "main;aeMain;readQueryFromClient": 100}   # 2x the samples
+    d = diff_tree(before, after)
+
+    def node(t, *path):
+        for name in path:
+            t = next(c for c in t.get("children", []) if c["name"] == name)
+        return t
+
+    gone = node(d, "main", "aeMain", "processCommand", "setCommand", "oldFastPath")
+    assert gone["value"] == 60 and gone["delta"] == pytest.approx(-60)        # 30 samples x 200/100
+    set_cmd = node(d, "main", "aeMain", "processCommand", "setCommand")
+    assert set_cmd["value"] == 100 + 60 and set_cmd["delta"] == pytest.approx((100 - 40) - 60)
+    assert node(d, "main", "aeMain", "readQueryFromClient")["value"] == 100
+    assert d["value"] == 260
+    # a vanishing stack too small to draw at scale still keeps a sliver
+    tiny = diff_tree({"main;rare": 1, "main;hot": 999}, {"main;hot": 10})
+    assert node(tiny, "main", "rare")["value"] == 1
+
+
 def test_profile_diff_cli(tmp_path):
     for name, stacks in (("a.folded", BEFORE), ("b.folded", AFTER)):
         (tmp_path / name).write_text(folded.render(stacks)[0])

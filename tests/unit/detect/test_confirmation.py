@@ -47,6 +47,9 @@ def test_find_candidate_on_the_newest_nights_only():
     assert find_candidate([*flat, 110.0]) is None                                  # improvements wait
     assert find_candidate([*flat, 100.5]) is None                                  # inside the noise
     assert find_candidate([*flat, 90.0], accepted=[20]) is None                    # detection has it
+    # the nights after a reported drop are its new level, not another drop against the old one
+    assert find_candidate([*flat, 90.0, 90.3, 89.8], accepted=[20]) is None
+    assert find_candidate([*flat, *[90.0 + (i % 3) * 0.3 for i in range(8)], 80.0], accepted=[20]).index == 28
     latency = find_candidate([*flat, 112.0], bigger_is_better=False)               # latency up = worse
     assert latency is not None and latency.direction == "regression" and latency.magnitude > 0
     assert find_candidate([*flat, 90.0], fingerprints=["a"] * 20 + ["b"]) is None  # a new machine

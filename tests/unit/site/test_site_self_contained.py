@@ -1,5 +1,6 @@
 """The built site loads nothing from outside: no CDN, no web font, no external script, style,
-image or import. The only URLs allowed are anchors to GitHub commit and workflow-run pages."""
+image or import. The only URLs allowed are anchors to commit pages (GitHub, or GitLab for a source
+build from there) and GitHub workflow-run pages; a source build's git URL is named as data."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ FETCHING = [
     re.compile(r"""\b(?:fetch|importScripts)\s*\(\s*["'`](https?:)?//""", re.I),  # JS fetches
 ]
 ALLOWED_LINK = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(commit/[0-9a-f]{7,40}|actions/runs/\d+(/attempts/\d+)?)$")
+#: A source build's commit page on GitHub or GitLab, whole or as a series file's per-repository prefix.
+ALLOWED_COMMIT_PAGE = re.compile(r"^https://(github\.com/[\w.-]+/[\w.-]+|gitlab\.com/[\w./-]+/-)/commit/([0-9a-f]{7,40})?$")
 
 
 def text_files(out: Path):
@@ -26,8 +29,9 @@ def json_strings(value):
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from json_strings(v)
+        for k, v in value.items():
+            if k != "repository":          # a git URL named as data (never made a link)
+                yield from json_strings(v)
     elif isinstance(value, list):
         for v in value:
             yield from json_strings(v)
@@ -54,7 +58,7 @@ def test_every_url_in_data_is_a_github_commit_or_run_link(built_site):
                 # series files keep run URLs as prefix + suffix; the prefix alone is a run-page stem
                 if path.parent.name == "series" and s.endswith("/actions/runs/"):
                     continue
-                if not ALLOWED_LINK.match(s):
+                if not ALLOWED_LINK.match(s) and not ALLOWED_COMMIT_PAGE.match(s):
                     bad.append(f"{path.relative_to(out)}: {s}")
     assert not bad, "\n".join(bad[:20])
 

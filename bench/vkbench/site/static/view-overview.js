@@ -25,10 +25,15 @@ function explorerLinkFor(index, sids, metric) {
 
 function commitLink(index, sid, point, label) {
   if (!point?.commit) return h("span", {}, label || "unknown commit");
-  const engine = index.byId.get(sid)?.dims.engine;
-  const repo = index.commit_repos[engine];
   const text = shortSha(point.commit);
-  return repo ? extLink(`https://github.com/${repo}/commit/${point.commit}`, text, `commit ${text}`) : h("code", {}, text);
+  // A source build names its repository: the build links there ("" when that repository has no
+  // commit pages: plain text); a release's commit is in the engine's own repository.
+  let url = typeof point.commit_url === "string" ? point.commit_url : null;
+  if (url === null) {
+    const repo = index.commit_repos[index.byId.get(sid)?.dims.engine];
+    url = repo ? `https://github.com/${repo}/commit/${point.commit}` : "";
+  }
+  return url ? extLink(url, text, `commit ${text}`) : h("code", { title: point.repository || null }, text);
 }
 
 function commitRange(index, incident) {

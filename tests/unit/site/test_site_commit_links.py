@@ -1,0 +1,86 @@
+"""Commit links go to the repository each point was built from: a source build records its git
+URL (``repository`` in the history), GitHub and GitLab URLs become commit pages, any other URL
+plain text, and a point without a repository (a release) falls back to the engine's repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from vkbench.site.series_data import Columns, assemble_series, build_series, with_commit_links
+
+import history_factory
+
+
+def _point(k: int, repository: str | None) -> dict:
+    return {
+        "run_id": f"run-{k}", "timestamp": f"2026-10-0{k + 1}T02:00:00Z", "version": "unstable",
+        "commit": f"{k:02d}" + "ab" * 19, "fingerprint_id": "fp", "valid": True, "flags": [],
+        "workflow_run_url": f"https://github.com/o/r/actions/runs/{k}",
+        "metrics": {"rps": {"median": 100000.0 + k, "ci_low": 99000.0, "ci_high": 101000.0, "cv": 0.01}},
+        **({"repository": repository} if repository else {}),
+    }
+
+
+REPOSITORIES = [
+    ("https://github.com/some-fork/valkey.git", "https://github.com/some-fork/valkey/commit/"),
+    ("git@gitlab.com:group/valkey.git", "https://gitlab.com/group/valkey/-/commit/"),
+    ("file:///srv/mirrors/valkey.git", ""),            # no commit pages: plain text
+    ("https://git.example.org/valkey.git", ""),          # an unknown host: never a guessed link
+    (None, None),                                        # a release: the engine's repository
+]
+
+
+def _link_of(series: dict, i: int):
+    return series["repos"][series["r"][i]]
+
+
+def test_each_point_links_to_the_repository_it_came_from():
+    points = [_point(k, repo) for k, (repo, _) in enumerate(REPOSITORIES)]
+    main, _ = build_series("sid", points, {}, lambda f: None)
+    assert [_link_of(main, i) for i in range(len(points))] == [prefix for _, prefix in REPOSITORIES]
+
+
+def test_a_series_without_repositories_has_no_repository_columns():
+    main, _ = build_series("sid", [_point(0, None), _point(1, None)], {}, lambda f: None)
+    assert "r" not in main and "repos" not in main
+
+
+def test_repositories_survive_an_incremental_build():
+    """The columns recovered from a built file, extended with new points, give the same file as
+    building every point at once (the incremental site build relies on it)."""
+    first = [_point(0, None), _point(1, "https://github.com/some-fork/valkey.git")]
+    later = [_point(2, "file:///srv/mirrors/valkey.git"), _point(3, "https://github.com/some-fork/valkey.git")]
+    for already in (first, first[:1]):          # with and without repository columns in the file
+        main, latency = build_series("sid", already, {}, lambda f: None)
+        cols = Columns.from_files(json.loads(json.dumps(main)), latency, {})
+        cols.append(later)
+        extended, _, _ = assemble_series("sid", cols, {}, {}, [], lambda f: None)
+        full, _ = build_series("sid", already + later, {}, lambda f: None)
+        assert extended == full
+
+
+def test_incident_ends_link_to_their_repository():
+    incident = {"id": "i", "good": {"commit": "a" * 40, "repository": "https://gitlab.com/g/valkey"},
+                "bad": {"commit": "b" * 40, "repository": "file:///srv/mirrors/valkey.git"}}
+    release = {"id": "j", "good": {"commit": "c" * 8}, "bad": {"commit": "d" * 8}}
+    linked, unchanged = with_commit_links([incident, release])
+    assert linked["good"]["commit_url"] == "https://gitlab.com/g/valkey/-/commit/" + "a" * 40
+    assert linked["bad"]["commit_url"] == ""
+    assert unchanged == release and "commit_url" not in incident["good"], "the input is not modified"
+
+
+def test_the_built_site_links_source_builds_to_their_repository(built_site):
+    out, _, facts = built_site
+    load = lambda p: json.loads(Path(p).read_text())  # noqa: E731
+    fork = history_factory.SOURCE_REPOSITORIES["cloud-x86"].removesuffix(".git") + "/commit/"
+    regression = load(out / "data" / "series" / f"{facts['regression_sid']}.json")  # cloud-x86 unstable
+    assert {_link_of(regression, i) for i in range(regression["n"])} == {fork}
+    improvement = load(out / "data" / "series" / f"{facts['improvement_sid']}.json")  # pi-cm4 unstable, file://
+    assert {_link_of(improvement, i) for i in range(improvement["n"])} == {""}
+    release = next(sid for sid, d in facts["sids"].items() if d["version"] == "9.1.2")
+    assert "r" not in load(out / "data" / "series" / f"{release}.json")
+    incidents = {i["id"]: i for i in load(out / "data" / "detect.json")["incidents"]}
+    bad = incidents["inc-set-io2-x86"]["bad"]
+    assert bad["commit_url"] == fork + bad["commit"]
+    assert incidents["inc-get-io2-pi"]["good"]["commit_url"] == ""
