@@ -12,7 +12,13 @@ at two or more io-threads settings gets an :class:`Advice`:
   fixed noise band), so more threads are never recommended for no measurable gain;
 - warnings: oversubscription (io-threads plus the client's threads when the client shares
   the machine, above the cores the server may use) and client-bound cells;
+- results flagged invalid (client-bound, throttled, ...) never win: the best and the
+  recommendation come from the valid settings, and the evidence says which were left out;
 - one sentence a person can act on.
+
+Where the server ran: on the client's machine (native, compose on the local engine), or on
+another one (``server_environment`` in the result: ``--server-host``, the two-host setup), whose
+cores are the server's and whose client threads do not compete for them.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class Setting:
     flags: list[str]
     client_bound: bool
     oversubscribed: bool
+    valid: bool                     # not flagged invalid: may be the best or the recommendation
     threads: int                    # io-threads plus the client's threads sharing the server's cores
     run_id: str
     cell_id: str
@@ -97,14 +104,17 @@ def history_results(history_dir: Path, machine_class: str | None = None) -> list
     from .history.store import HistoryStore
 
     store = HistoryStore(history_dir)
-    store.check_format()
     wanted: dict[tuple[str, str, str], None] = {}
-    for sid, entry in sorted(store.index().get("series", {}).items()):
+    # The store's checked reader: index.json (version, safe ids and months), the series' shards
+    # on disk exactly those it lists, and the newest one against its line count, size and
+    # sha256, line by line (exit 7 naming the file).
+    for sid, entry in sorted(store.index()["series"].items()):
         dims = entry.get("dims") or {}
         if machine_class and dims.get("machine_class") != machine_class:
             continue
-        months = store.shard_months(sid)
-        points = sorted(store.read_shard(sid, months[-1]), key=sort_key) if months else []   # the newest month only
+        store.check_shard_names(sid, entry)
+        months = sorted(entry.get("shards") or [])
+        points = sorted(store.read_checked_shard(sid, months[-1], entry), key=sort_key) if months else []   # the newest month only
         if points:
             last = points[-1]
             wanted[(month_of(last["timestamp"]), last["run_id"], last["cell_id"])] = None
@@ -133,15 +143,19 @@ def _placement(result: dict) -> tuple[int | None, bool]:
     """(cores the server may use, whether the client shares them)."""
     dims = result["dimensions"]
     cpu = dims.get("cpu") or None
+    # A remote server (a compose engine on another machine: --server-host, two hosts) records
+    # that machine as server_environment: its cores are the server's, the client is elsewhere.
+    remote = result.get("server_environment") or None
     if cpu and cpu.get("server"):
         server = len(set(_cpus(cpu["server"])))
         client = cpu.get("client")
-        shared = bool(client) and bool(set(_cpus(client)) & set(_cpus(cpu["server"])))
+        shared = not remote and bool(client) and bool(set(_cpus(client)) & set(_cpus(cpu["server"])))
         return server, shared
+    if remote:
+        return (int(remote["cores"]) if remote.get("cores") else None), False
     cores = (result.get("environment") or {}).get("cores")
-    # Measured by vkbench: native servers and compose stacks run next to the client (a result
-    # does not record a remote engine, so --server-host runs read as shared too); published
-    # figures name a separate client machine or none.
+    # Measured by vkbench on one machine: native servers and local compose stacks run next to
+    # the client; published figures name a separate client machine or none.
     on_box = result["run"].get("backend") in ("native", "compose")
     return (int(cores) if cores else None), on_box
 
@@ -166,6 +180,7 @@ def workload_key(result: dict, command: str) -> tuple:
         build.get("id") or build.get("detail"),
         command,
         tuple(sorted((k, repr(v)) for k, v in dims.items())),
+        (result.get("server_environment") or {}).get("fingerprint_id"),   # the server's machine, when remote
     )
 
 
@@ -205,7 +220,9 @@ def _why_oversubscribed(s: Setting, cores: int | None, on_box: bool, client_thre
 
 
 def _sentence(cls: str, settings: list[Setting], rec: Setting, best: Setting, cores: int | None,
-              on_box: bool, client_threads: int) -> str:
+              on_box: bool, client_threads: int, left_out: list[Setting] = ()) -> str:
+    """``settings``: what the sentence argues from; ``left_out``: invalid settings that measured at
+    least as fast as the recommendation and were not considered."""
     head = f"use io-threads {rec.io_threads} on {cls}"
     larger_slower = [s for s in settings if s.io_threads > rec.io_threads and not s.within_noise]
     smaller = [s for s in settings if s.io_threads < rec.io_threads]
@@ -232,7 +249,7 @@ def _sentence(cls: str, settings: list[Setting], rec: Setting, best: Setting, co
     elif smaller:
         nearest = max(smaller, key=lambda s: s.io_threads)
         text = f"{head}: {nearest.io_threads} is {_pct(nearest.change_vs_best)} slower"
-        if rec.io_threads == max(s.io_threads for s in settings):
+        if rec.io_threads == max(s.io_threads for s in [*settings, *left_out]):
             text += f"; {rec.io_threads} is the largest setting measured, so try more"
     else:
         text = head
@@ -240,7 +257,17 @@ def _sentence(cls: str, settings: list[Setting], rec: Setting, best: Setting, co
     if bound:
         text += (f"; the client was the bottleneck at io-threads {', '.join(map(str, bound))}, so the server "
                  "may do more there than measured")
+    if left_out:
+        why = "; ".join(f"io-threads {s.io_threads}: {', '.join(_invalid_codes(s)) or 'invalid'}" for s in left_out)
+        text += (f"; io-threads {', '.join(str(s.io_threads) for s in left_out)} measured as fast or faster but "
+                 f"{'were' if len(left_out) > 1 else 'was'} left out, flagged invalid ({why})")
+    if not any(s.valid for s in settings):
+        text += "; every setting was flagged invalid, so this rests on numbers that cannot be trusted"
     return text
+
+
+def _invalid_codes(s: Setting) -> list[str]:
+    return [f for f in s.flags if f != "io-threads-oversubscribed"]
 
 
 def advise_workload(results: list[dict], command: str) -> Advice | None:
@@ -267,15 +294,34 @@ def advise_workload(results: list[dict], command: str) -> Advice | None:
             latency=dict(stats[metric]) if metric else None, flags=flags,
             client_bound="client-bound" in flags,
             oversubscribed=cores is not None and threads > cores,
+            valid=bool(r["validity"].get("valid", True)),
             threads=threads, run_id=r["run"]["run_id"], cell_id=r["run"]["cell_id"],
         ))
-    best = max(settings, key=lambda s: s.rps["median"])
+    # Invalid results (the client was the bottleneck, the board throttled, ...) never win; when
+    # every one is invalid there is nothing better, and the sentence and a warning say so.
+    candidates = [s for s in settings if s.valid] or settings
+    left_out = [s for s in settings if s not in candidates]
+    best = max(candidates, key=lambda s: s.rps["median"])
     for s in settings:
         s.change_vs_best = (s.rps["median"] - best.rps["median"]) / best.rps["median"] if best.rps["median"] else 0.0
         s.within_noise = s is best or _within_noise(best.rps, s.rps)
-    rec = min((s for s in settings if s.within_noise), key=lambda s: s.io_threads)
+    rec = min((s for s in candidates if s.within_noise), key=lambda s: s.io_threads)
     cls = first["run"].get("machine_class") or "unknown"
+    # What the sentence argues from: the candidates, and the invalid settings that were slower
+    # anyway (their caveats, e.g. client-bound, are named); faster invalid ones are named as left out.
+    slower_left_out = [s for s in left_out if s.rps["median"] < rec.rps["median"]]
+    argued = sorted([*candidates, *slower_left_out], key=lambda s: s.io_threads)
     warnings = []
+    for s in left_out:
+        if s not in slower_left_out:    # it would have won: say why it did not
+            warnings.append({"code": "invalid", "io_threads": s.io_threads,
+                             "message": f"io-threads {s.io_threads} measured {s.change_vs_best:+.0%} against the best valid "
+                                        f"setting but is left out of the recommendation: its result is flagged invalid "
+                                        f"({', '.join(_invalid_codes(s)) or 'see the run'})"})
+    if not any(s.valid for s in settings):
+        warnings.append({"code": "no-valid-setting", "io_threads": None,
+                         "message": "every setting's result is flagged invalid: fix the flags (see each result) "
+                                    "and run the sweep again before acting on this advice"})
     for s in settings:
         if s.oversubscribed:
             warnings.append({"code": "oversubscribed", "io_threads": s.io_threads,
@@ -290,7 +336,8 @@ def advise_workload(results: list[dict], command: str) -> Advice | None:
         machine_class=cls, command=command, workload=dims, label=_label(dims, command),
         server_cores=cores, client_on_box=on_box, client_threads=client_threads, settings=settings,
         recommended=rec.io_threads, best=best.io_threads,
-        sentence=_sentence(cls, settings, rec, best, cores, on_box, client_threads), warnings=warnings,
+        sentence=_sentence(cls, argued, rec, best, cores, on_box, client_threads,
+                           [s for s in left_out if s not in slower_left_out]), warnings=warnings,
     )
 
 
@@ -344,6 +391,8 @@ def evidence_rows(advice: Advice) -> list[list[str]]:
         if s.client_bound:
             notes.append("client-bound")
         notes.extend(f for f in s.flags if f not in ("client-bound", "io-threads-oversubscribed"))
+        if not s.valid and any(o.valid for o in advice.settings):
+            notes.append("invalid: not considered")
         vs = "best" if s.io_threads == advice.best else f"{s.change_vs_best:+.0%}" + (" (noise)" if s.within_noise else "")
         latency = f"{s.latency_metric} " + _fmt_stat(s.latency, s.latency_metric) + " ms" if s.latency else "–"
         rows.append([str(s.io_threads), _fmt_stat(s.rps, "rps"), latency, vs, "; ".join(notes)])

@@ -79,6 +79,22 @@ def tree_hash(*roots: Path) -> str:
     return digest.hexdigest()
 
 
+#: Every hostile case tried in this module, by area: {area: {case: tracebacks seen}}. Each test
+#: records its cases as it runs them; test_hostile_case_counts runs whatever was not run (the
+#: module run alone with -k) and checks the totals.
+TRIED: dict[str, dict[str, int]] = {}
+
+AREA_RESULTS = "result files (ingest, publish)"
+AREA_HISTORY = "history damage (ingest, detect, site build, incremental site build, alert)"
+AREA_PUBLISH = "history damage on the branch (publish)"
+AREA_DETECT = "detect.json damage (alert, site build)"
+AREA_MARKDOWN = "markdown and links (detect, alert, site)"
+
+
+def record(area: str, case: str, *outcomes: Outcome) -> None:
+    TRIED.setdefault(area, {})[case] = sum(1 for o in outcomes if o.escaped is not None or "Traceback" in o.text)
+
+
 def assert_refused(outcome: Outcome, code: int, *needles: str) -> None:
     assert outcome.escaped is None, f"an exception escaped the CLI (a traceback): {outcome.escaped!r}"
     assert "Traceback" not in outcome.text
@@ -107,11 +123,16 @@ def pristine(tmp_path_factory) -> Path:
     return base
 
 
+def make_work(pristine: Path, dest: Path) -> Path:
+    """A copy of the pristine history and one new result to ingest, under ``dest``."""
+    shutil.copytree(pristine / "history", dest / "history")
+    write_result(dest / "new", make_result(run_id="new-run", timestamp="2026-11-20T02:00:00Z"))
+    return dest
+
+
 @pytest.fixture
 def work(pristine, tmp_path) -> Path:
-    shutil.copytree(pristine / "history", tmp_path / "history")
-    write_result(tmp_path / "new", make_result(run_id="new-run", timestamp="2026-11-20T02:00:00Z"))
-    return tmp_path
+    return make_work(pristine, tmp_path)
 
 
 def one_shard(history: Path, month: str = "2026-10") -> tuple[str, Path]:
@@ -185,24 +206,28 @@ def _hostile_results(work: Path, case: str) -> tuple[Path, str]:
     return bad_dir, needle
 
 
-@pytest.mark.parametrize("case", [*RESULT_CASES, *RAW_CASES])
-def test_hostile_result_is_refused_by_ingest_and_publish(work, case):
+def run_result_case(work: Path, case: str) -> None:
     bad_dir, needle = _hostile_results(work, case)
     remote = work / "remote.git"
     git("init", "-q", "--bare", str(remote))
     before = tree_hash(work / "history", work / "new", bad_dir, remote)
 
     ingest = vk("ingest", work / "new", bad_dir, "--history", work / "history")
-    assert_refused(ingest, 7, "hostile.json", needle)
     publish = vk("publish", work / "new", bad_dir, "--repo-dir", remote, "--no-detect")
+    record(AREA_RESULTS, case, ingest, publish)
+    assert_refused(ingest, 7, "hostile.json", needle)
     assert_refused(publish, 7, "hostile.json", needle)
 
     assert tree_hash(work / "history", work / "new", bad_dir, remote) == before
     assert not Path("/tmp/vkbench-escape.json").exists()
 
 
-def test_cell_id_cannot_copy_a_neighbouring_folder_into_the_history(work):
-    """The issue's case: cell_id ../../secretstuff made ingest copy secretstuff.raw/ (a key)."""
+@pytest.mark.parametrize("case", [*RESULT_CASES, *RAW_CASES])
+def test_hostile_result_is_refused_by_ingest_and_publish(work, case):
+    run_result_case(work, case)
+
+
+def run_secretstuff_case(work: Path) -> None:
     secret = work / "bad" / "secretstuff.raw"
     secret.mkdir(parents=True)
     (secret / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY----- fake")
@@ -210,12 +235,19 @@ def test_cell_id_cannot_copy_a_neighbouring_folder_into_the_history(work):
     (work / "bad" / "deep" / "x").mkdir(parents=True)
     (work / "bad" / "deep" / "x" / "r.json").write_text(json.dumps(result))
     before = tree_hash(work / "history", work / "bad")
-    assert_refused(vk("ingest", work / "bad" / "deep", "--history", work / "history"), 7, "run/cell_id")
+    outcome = vk("ingest", work / "bad" / "deep", "--history", work / "history")
+    record(AREA_RESULTS, "cell_id-copies-a-neighbouring-folder", outcome)
+    assert_refused(outcome, 7, "run/cell_id")
     assert tree_hash(work / "history", work / "bad") == before
     assert not any("id_rsa" in p.name for p in (work / "history").rglob("*"))
 
 
-def test_symlink_in_a_raw_folder_is_refused(work):
+def test_cell_id_cannot_copy_a_neighbouring_folder_into_the_history(work):
+    """The issue's case: cell_id ../../secretstuff made ingest copy secretstuff.raw/ (a key)."""
+    run_secretstuff_case(work)
+
+
+def run_symlink_case(work: Path) -> None:
     secret = work / "secret.txt"
     secret.write_text("not for the public branch")
     result = make_result(run_id="raw-link", timestamp="2026-11-21T02:00:00Z")
@@ -224,8 +256,14 @@ def test_symlink_in_a_raw_folder_is_refused(work):
     raw.mkdir()
     (raw / "rep-1.txt").symlink_to(secret)
     before = tree_hash(work / "history")
-    assert_refused(vk("ingest", work / "res2", "--history", work / "history"), 7, "rep-1.txt", "symlink")
+    outcome = vk("ingest", work / "res2", "--history", work / "history")
+    record(AREA_RESULTS, "raw-folder-symlink", outcome)
+    assert_refused(outcome, 7, "rep-1.txt", "symlink")
     assert tree_hash(work / "history") == before
+
+
+def test_symlink_in_a_raw_folder_is_refused(work):
+    run_symlink_case(work)
 
 
 # -- a damaged history: every reader stops with exit 7 naming the file, nothing written ---------
@@ -324,8 +362,26 @@ def _interrupted_ingest(h: Path):
     return "index.pending.json"
 
 
+def _escaping_series_id(h: Path):
+    index = json.loads((h / "index.json").read_text())
+    sid = sorted(index["series"])[0]
+    index["series"]["../../../../tmp/vkbench-escape"] = index["series"].pop(sid)
+    (h / "index.json").write_text(json.dumps(index))
+    return "is not a safe path component"
+
+
+def _escaping_month(h: Path):
+    index = json.loads((h / "index.json").read_text())
+    entry = index["series"][sorted(index["series"])[0]]
+    entry["shards"][0] = "../../../../tmp/vkbench-escape"
+    (h / "index.json").write_text(json.dumps(index))
+    return "is not YYYY-MM"
+
+
 HISTORY_CASES = {
     "index-deleted": _delete_index,
+    "index-series-id-escapes": _escaping_series_id,
+    "index-month-escapes": _escaping_month,
     "shard-truncated-mid-line": _truncate_mid_line,
     "shard-zero-bytes": _empty_shard,
     "shard-invalid-json-line": _invalid_json_line,
@@ -344,22 +400,35 @@ READERS = {
     "ingest": lambda w: ("ingest", w / "new", "--history", w / "history"),
     "detect": lambda w: ("detect", "--history", w / "history", "--format", "markdown"),
     "site-build": lambda w: ("site", "build", "--history", w / "history", "--out", w / "site"),
+    # over the site built from the history before the damage: kept series are checked too
+    "site-build-incremental": lambda w: ("site", "build", "--history", w / "history", "--out", w / "site-prev"),
     "alert": lambda w: ("alert", "--repo", "o/r", "--history", w / "history", "--dry-run"),
 }
 
 
-@pytest.mark.parametrize("case", list(HISTORY_CASES))
-def test_damaged_history_stops_every_reader(work, case):
+def run_history_case(work: Path, case: str) -> None:
+    assert vk("site", "build", "--history", work / "history", "--out", work / "site-prev").code == 0
     needle = HISTORY_CASES[case](work / "history")
-    before = tree_hash(work / "history", work / "new")
+    roots = (work / "history", work / "new", work / "site-prev")   # (a new site dir may be created empty)
+    before = tree_hash(*roots)
     for name, args in READERS.items():
         outcome = vk(*args(work))
+        record(AREA_HISTORY, f"{case} / {name}", outcome)
         assert_refused(outcome, 7, needle)
-        assert tree_hash(work / "history", work / "new") == before, f"{name} changed the history"
+        assert tree_hash(*roots) == before, f"{name} changed the history or a site"
+    assert not Path("/tmp/vkbench-escape").exists()
 
 
-@pytest.mark.parametrize("case", ["index-deleted", "shard-truncated-mid-line", "shard-binary-same-size", "index-newer-version"])
-def test_damaged_history_on_the_branch_stops_publish(work, case):
+@pytest.mark.parametrize("case", list(HISTORY_CASES))
+def test_damaged_history_stops_every_reader(work, case):
+    run_history_case(work, case)
+
+
+PUBLISH_CASES = ["index-deleted", "shard-truncated-mid-line", "shard-binary-same-size", "index-newer-version",
+                 "index-series-id-escapes"]
+
+
+def run_publish_case(work: Path, case: str) -> None:
     remote = work / "remote.git"
     git("init", "-q", "--bare", str(remote))
     seed = work / "seed"
@@ -371,8 +440,14 @@ def test_damaged_history_on_the_branch_stops_publish(work, case):
     git("push", "-q", str(remote), "gh-pages", cwd=seed)
     tip = git("rev-parse", "gh-pages", cwd=remote)
     outcome = vk("publish", work / "new", "--repo-dir", remote)
+    record(AREA_PUBLISH, case, outcome)
     assert_refused(outcome, 7, needle)
     assert git("rev-parse", "gh-pages", cwd=remote) == tip
+
+
+@pytest.mark.parametrize("case", PUBLISH_CASES)
+def test_damaged_history_on_the_branch_stops_publish(work, case):
+    run_publish_case(work, case)
 
 
 def test_deleted_index_is_rebuilt_whole(work, pristine):
@@ -433,6 +508,57 @@ def test_version_1_history_migrates_on_ingest(pristine, tmp_path):
     HistoryStore(h).verify(deep=True)
 
 
+# -- a damaged detect.json: alert and the site stop with exit 7 naming the file and field ---------
+
+def _one_incident(doc: dict) -> dict:
+    sid = sorted(doc["noise"])[0]
+    ref = {"run_id": "cloud-x86-4", "version": "unstable", "commit": "a1b2c3d4e5f6a7b8c9d0", "timestamp": "2026-11-05T02:00:00Z"}
+    return {"id": "inc-1", "title": "SET: -8%", "status": "open", "direction": "regression", "metric": "rps",
+            "magnitude": -0.08, "series_ids": [sid], "machine_class": "cloud-x86", "silenced": False,
+            "good": ref, "bad": dict(ref, run_id="cloud-x86-5"), "annotation": None}
+
+
+def _incident_without(key: str):
+    def change(doc: dict) -> None:
+        incident = _one_incident(doc)
+        del incident[key]
+        doc["incidents"] = [incident]
+    return change
+
+
+ALERT, SITE, SITE_INCREMENTAL = "alert", "site-build", "site-build-incremental"
+DETECT_CASES = {
+    "incident-without-status": (_incident_without("status"), "incidents/0/status", (ALERT,)),
+    "incident-without-id": (_incident_without("id"), "incidents/0/id", (ALERT, SITE, SITE_INCREMENTAL)),
+    "incidents-an-object": (lambda d: d.__setitem__("incidents", {"inc-1": {}}), "incidents", (ALERT, SITE, SITE_INCREMENTAL)),
+    "change-point-series-id-a-list": (lambda d: d.__setitem__("change_points", [{"series_id": ["s"], "metric": "rps"}]),
+                                      "change_points/0/", (ALERT, SITE, SITE_INCREMENTAL)),
+    "noise-a-list": (lambda d: d.__setitem__("noise", {"s": [0.01]}), "noise/s", (ALERT, SITE, SITE_INCREMENTAL)),
+    "segment-start-a-string": (lambda d: d.__setitem__("segments", {"s": [{"start_index": "0"}]}), "segments/s/0",
+                               (ALERT, SITE, SITE_INCREMENTAL)),
+}
+
+
+def run_detect_case(work: Path, case: str) -> None:
+    assert vk("site", "build", "--history", work / "history", "--out", work / "site-prev").code == 0
+    change, needle, readers = DETECT_CASES[case]
+    doc = json.loads((work / "history" / "detect.json").read_text())
+    change(doc)
+    (work / "history" / "detect.json").write_text(json.dumps(doc))
+    roots = (work / "history", work / "site-prev")
+    before = tree_hash(*roots)
+    for name in readers:
+        outcome = vk(*READERS[name](work))
+        record(AREA_DETECT, f"{case} / {name}", outcome)
+        assert_refused(outcome, 7, "detect.json", needle)
+        assert tree_hash(*roots) == before, f"{name} changed the history or a site"
+
+
+@pytest.mark.parametrize("case", list(DETECT_CASES))
+def test_damaged_detect_json_stops_alert_and_the_site(work, case):
+    run_detect_case(work, case)
+
+
 # -- Markdown injection -------------------------------------------------------------------------
 
 EVIL = "[x](javascript:alert(1)) <img src=x onerror=alert(1)> `code` | pipe\n# heading"
@@ -460,24 +586,49 @@ def _assert_inert(markdown: str) -> None:
             assert line.replace("\\|", "").count("|") == 7
 
 
-def test_markdown_summary_and_issue_body_are_inert():
+def call(fn, *args, **kwargs) -> tuple[Outcome, object]:
+    """A library call as an Outcome (an exception is what would have been a traceback)."""
+    try:
+        return Outcome(0, "", ""), fn(*args, **kwargs)
+    except Exception as exc:       # noqa: BLE001 - recorded, then the test fails on it
+        return Outcome(-1, "", "", exc), None
+
+
+def run_markdown_summary_and_issue_body() -> None:
     detection = _evil_detection()
-    _assert_inert(render_summary(detection, site_url="javascript:alert(1)"))
-    body = issue_body(detection["incidents"][0], detection["change_points"], repo="o/r")
+    summary, text = call(render_summary, detection, site_url="javascript:alert(1)")
+    record(AREA_MARKDOWN, "job summary", summary)
+    assert summary.escaped is None, summary.escaped
+    _assert_inert(text)
+    outcome, body = call(issue_body, detection["incidents"][0], detection["change_points"], repo="o/r")
+    record(AREA_MARKDOWN, "issue body", outcome)
+    assert outcome.escaped is None, outcome.escaped
     _assert_inert(body)
     first = body.splitlines()[0]
     assert first.startswith("<!-- vkbench-incident: abc") and first.endswith(" -->") and first.count("-->") == 1
 
 
-def test_detect_markdown_from_a_history_with_hostile_names(tmp_path):
+def test_markdown_summary_and_issue_body_are_inert():
+    run_markdown_summary_and_issue_body()
+
+
+def run_detect_markdown(tmp_path: Path) -> None:
     paths = nightly_series(tmp_path / "res", [4e5] * 8 + [2.5e5] * 8, command="[x](javascript:alert(1))")
     assert vk("ingest", *paths, "--history", tmp_path / "h").code == 0
     outcome = vk("detect", "--history", tmp_path / "h", "--format", "markdown")
+    record(AREA_MARKDOWN, "detect --format markdown", outcome)
     assert outcome.code == 0 and outcome.escaped is None
     _assert_inert(outcome.out)
 
 
-def test_site_links_accept_only_https():
+def test_detect_markdown_from_a_history_with_hostile_names(tmp_path):
+    run_detect_markdown(tmp_path)
+
+
+SITE_LINKS = ['javascript:alert(1)', 'JAVASCRIPT:x', 'data:text/html,x', 'http://x', ' https://x']
+
+
+def run_site_links() -> None:
     script = (
         "const { safeHref } = await import(process.argv[1]);"
         "const cases = ['javascript:alert(1)', 'JAVASCRIPT:x', 'data:text/html,x', 'http://x', ' https://x', "
@@ -486,14 +637,57 @@ def test_site_links_accept_only_https():
     )
     ui = REPO / "bench" / "vkbench" / "site" / "static" / "ui.js"
     proc = subprocess.run(["node", "--input-type=module", "-e", script, ui.as_uri()], capture_output=True, text=True, timeout=60)
+    for link in SITE_LINKS:
+        record(AREA_MARKDOWN, f"site link {link!r}", Outcome(proc.returncode, proc.stdout, proc.stderr))
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == [None, None, None, None, None, "https://github.com/o/r/actions/runs/1", None, None]
 
 
-def test_hostile_case_counts():
-    """For the hardening note: hostile inputs tried here, by area."""
-    counts = {"result files (ingest+publish)": len(RESULT_CASES) + len(RAW_CASES) + 2,
-              "history damage (ingest, detect, site build, alert)": len(HISTORY_CASES) * len(READERS),
-              "history damage (publish)": 4, "markdown": 3}
-    print("\nhostile cases:", counts)
-    assert all(counts.values())
+def test_site_links_accept_only_https():
+    run_site_links()
+
+
+#: The least each area must have tried (the figures of the hardening note): fewer means a case
+#: was dropped from its list.
+MINIMUM = {AREA_RESULTS: 26, AREA_HISTORY: 75, AREA_PUBLISH: 5, AREA_DETECT: 16, AREA_MARKDOWN: 8}
+
+
+def test_hostile_case_counts(pristine, tmp_path_factory, capsys):
+    """The hardening note's figures: hostile cases tried, by area, and the tracebacks they
+    produced (0). Cases this session did not run (say, -k picked this test alone) run here."""
+    def fresh() -> Path:
+        return make_work(pristine, tmp_path_factory.mktemp("case"))
+
+    def tried(area: str) -> dict[str, int]:
+        return TRIED.get(area, {})
+
+    for case in [*RESULT_CASES, *RAW_CASES]:
+        if case not in tried(AREA_RESULTS):
+            run_result_case(fresh(), case)
+    if "cell_id-copies-a-neighbouring-folder" not in tried(AREA_RESULTS):
+        run_secretstuff_case(fresh())
+    if "raw-folder-symlink" not in tried(AREA_RESULTS):
+        run_symlink_case(fresh())
+    for case in HISTORY_CASES:
+        if any(f"{case} / {name}" not in tried(AREA_HISTORY) for name in READERS):
+            run_history_case(fresh(), case)
+    for case in PUBLISH_CASES:
+        if case not in tried(AREA_PUBLISH):
+            run_publish_case(fresh(), case)
+    for case, (_, _, readers) in DETECT_CASES.items():
+        if any(f"{case} / {name}" not in tried(AREA_DETECT) for name in readers):
+            run_detect_case(fresh(), case)
+    if "job summary" not in tried(AREA_MARKDOWN) or "issue body" not in tried(AREA_MARKDOWN):
+        run_markdown_summary_and_issue_body()
+    if "detect --format markdown" not in tried(AREA_MARKDOWN):
+        run_detect_markdown(tmp_path_factory.mktemp("markdown"))
+    if any(f"site link {link!r}" not in tried(AREA_MARKDOWN) for link in SITE_LINKS):
+        run_site_links()
+
+    with capsys.disabled():
+        print()
+        for area in MINIMUM:
+            print(f"hostile cases, {area}: {len(tried(area))} tried, {sum(tried(area).values())} tracebacks")
+    for area, minimum in MINIMUM.items():
+        assert len(tried(area)) >= minimum, f"{area}: {len(tried(area))} cases tried, at least {minimum} expected"
+        assert [case for case, tracebacks in tried(area).items() if tracebacks] == [], f"{area}: tracebacks"

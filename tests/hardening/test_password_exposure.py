@@ -88,3 +88,114 @@ def test_password_in_ps_only_where_the_result_says(tmp_path, tool, server):
         assert via == "env" and holders == {}
     assert password not in result["run"]["command_line"]
     assert password not in json.dumps(result)
+
+
+# -- the env branch: no released benchmark tool reads a password variable ------------------------
+
+#: A stand-in for valkey-benchmark (a stub, acceptable for this branch only: no valkey-benchmark
+#: or redis-benchmark reads REDISCLI_AUTH/VALKEYCLI_AUTH - see AUTH_ENV_VARS in
+#: vkbench/runner/tools.py - so the env branch cannot be reached with a real tool). It speaks to
+#: the real server with the Python client and prints valkey-benchmark's --csv output.
+#: STUB_AUTH=env: reads the password from VALKEYCLI_AUTH, as valkey-cli does.
+#: STUB_AUTH=help-only: its --help names VALKEYCLI_AUTH but it ignores the variable (takes -a only).
+STUB = '''#!{python}
+"""Stub valkey-benchmark for tests/hardening/test_password_exposure.py (see STUB there)."""
+import os, sys, time
+import valkey
+
+args = sys.argv[1:]
+if "--help" in args:
+    print("Usage: valkey-benchmark [OPTIONS]\\n -a <password>  Password. You can also use the VALKEYCLI_AUTH environment variable.")
+    sys.exit(0)
+if "--version" in args:
+    print("valkey-benchmark 8.0.1 (stub)")
+    sys.exit(0)
+opts, i = {{}}, 0
+while i < len(args):
+    if args[i] in ("-h", "-p", "-a", "-t", "-c", "-P", "-d", "-n", "-r", "--threads", "--user"):
+        opts[args[i]] = args[i + 1]
+        i += 2
+    else:
+        i += 1
+password = opts.get("-a")
+if os.environ["STUB_AUTH"] == "env" and password is None:
+    password = os.environ.get("VALKEYCLI_AUTH")
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write(("argv" if "-a" in opts else "env" if password else "none") + "\\n")
+client = valkey.Valkey(host=opts["-h"], port=int(opts["-p"]), password=password, socket_timeout=10)
+try:
+    client.ping()
+except valkey.exceptions.AuthenticationError as exc:
+    print(f"NOAUTH {{exc}}", file=sys.stderr)
+    sys.exit(1)
+except valkey.exceptions.ResponseError as exc:
+    print(str(exc), file=sys.stderr)
+    sys.exit(1)
+n, pipeline = int(opts.get("-n", "1000")), int(opts.get("-P", "1"))
+print('"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"')
+for test in opts.get("-t", "ping").split(","):
+    name = {{"set": "SET", "get": "GET"}}.get(test, "PING_INLINE")
+    started, done = time.perf_counter(), 0
+    while done < n:
+        pipe = client.pipeline(transaction=False)
+        for k in range(min(pipeline, n - done)):
+            if name == "SET":
+                pipe.set(f"key:{{done + k}}", "x" * int(opts.get("-d", "3")))
+            elif name == "GET":
+                pipe.get(f"key:{{done + k}}")
+            else:
+                pipe.ping()
+        pipe.execute()
+        done += min(pipeline, n - done)
+    elapsed = time.perf_counter() - started
+    ms = elapsed * 1000 / max(n / pipeline, 1)
+    print(f'"{{name}}","{{n / elapsed:.2f}}","{{ms:.3f}}","{{ms / 2:.3f}}","{{ms:.3f}}","{{ms * 1.5:.3f}}","{{ms * 2:.3f}}","{{ms * 3:.3f}}"')
+'''
+
+
+def run_with_stub(tmp_path: Path, mode: str) -> tuple[dict, dict[int, bytes], str, list[str]]:
+    stub = tmp_path / "bin" / "valkey-benchmark"
+    stub.parent.mkdir()
+    stub.write_text(STUB.format(python=sys.executable))
+    stub.chmod(0o755)
+    (tmp_path / "tmp").mkdir()
+    log = tmp_path / "stub.log"
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), VKBENCH_TOOL_VALKEY_BENCHMARK=str(stub), STUB_AUTH=mode,
+               STUB_LOG=str(log))
+    for var in ("VALKEYCLI_AUTH", "REDISCLI_AUTH"):
+        env.pop(var, None)
+    cell = {"server": "valkey:9.1.2", "tool": "valkey-benchmark", "requests": 2000, "keyspace": 100, "repetitions": 1,
+            "tests": ["set"], "preload": False}
+    child = subprocess.Popen([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--out", str(tmp_path / "out"),
+                              "--state-dir", str(tmp_path / "state")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen: dict[int, bytes] = {}
+    password = None
+    deadline = time.monotonic() + 240
+    while child.poll() is None and time.monotonic() < deadline:
+        sample(child.pid, seen)
+        password = password or password_of_run(tmp_path)
+        time.sleep(0.005)
+    assert child.wait(timeout=30) == 0, child.stderr.read().decode()[-2000:]
+    assert password, "the run's server config was never seen"
+    result = load_result(next((tmp_path / "out").glob("*.json")))
+    return result, seen, password, log.read_text().split()
+
+
+def test_a_tool_that_reads_the_variable_gets_the_password_from_the_environment(tmp_path):
+    result, seen, password, how = run_with_stub(tmp_path, "env")
+    assert result["tool"]["password_via"] == "env"
+    assert how and set(how) == {"env"}, how                  # the probe and the measured run: never -a
+    stub_cmds = [cmd for cmd in seen.values() if b"bin/valkey-benchmark" in cmd and b"--csv" in cmd]
+    assert stub_cmds, "no tool process was sampled"
+    assert [cmd for cmd in seen.values() if password.encode() in cmd] == []    # /proc/<pid>/cmdline: nowhere
+    assert password not in json.dumps(result)
+
+
+def test_a_help_text_that_claims_the_variable_is_not_believed(tmp_path):
+    """--help names VALKEYCLI_AUTH but the tool ignores it: the probe against the server fails
+    (NOAUTH), so the run uses -a and the result says argv."""
+    result, seen, password, how = run_with_stub(tmp_path, "help-only")
+    assert result["tool"]["password_via"] == "argv"
+    assert how[0] == "none" and set(how[1:]) == {"argv"}, how  # the probe, then -a
+    holders = [cmd for cmd in seen.values() if password.encode() in cmd]
+    assert holders and all(b"bin/valkey-benchmark" in cmd for cmd in holders)

@@ -268,7 +268,7 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"] == ["tools/ci/bisect.sh comment"]
 
     good = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="unstable",
-                VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="")
+                VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="", VKBENCH_MACHINE_CLASS="cloud-x86")
     assert _script("ab.sh", "check", good, tmp_path).returncode == 0
     # The caller template pins the head that was approved: the PR's number and its full SHA, which
     # `ab.sh run` hands to vkbench as --pr-head (vkbench refuses a pull request that moved since).
@@ -286,11 +286,12 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     for bad in ({"VKBENCH_AB_REPOSITORY": "file:///etc"}, {"VKBENCH_AB_REPOSITORY": "https://evil.example/x/y"},
                 {"VKBENCH_AB_BASE": "--upload-pack=touch /tmp/x"}, {"VKBENCH_AB_BASE": "a..b"},
                 {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_CANDIDATE": "feature"},
+                {"VKBENCH_AB_CONFIRM": "confirm-0123456789ab"},     # a PR's numbers never reach the history
                 {"VKBENCH_AB_PR": "", "VKBENCH_AB_CANDIDATE": "$(id)"}, {"VKBENCH_AB_MAX_ROUNDS": "1000"}):
         proc = _script("ab.sh", "check", {**good, **bad}, tmp_path)
         assert proc.returncode == 2, (bad, proc.stdout, proc.stderr)
     bisect_env = dict(base_env(tmp_path), VKBENCH_BISECT_REPOSITORY="https://gitlab.com/g/valkey",
-                      VKBENCH_BISECT_GOOD="c419524", VKBENCH_BISECT_BAD="unstable")
+                      VKBENCH_BISECT_GOOD="c419524", VKBENCH_BISECT_BAD="unstable", VKBENCH_MACHINE_CLASS="cloud-x86")
     assert _script("bisect.sh", "check", bisect_env, tmp_path).returncode == 0
     assert _script("bisect.sh", "check", {**bisect_env, "VKBENCH_BISECT_ISSUE": "x"}, tmp_path).returncode == 2
 

@@ -40,14 +40,23 @@ if [[ -n "$pr" ]]; then
 else
   [[ "$cand" =~ $ref_re && "$cand" != *..* ]] || fail "candidate must be a branch, tag or commit (or give pr)"
 fi
-[[ "$preset" =~ ^[a-z0-9-]{1,40}$ ]] || fail "preset must be a preset name"
+[[ "$preset" =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || fail "preset must be a preset name (letters, digits and -, not starting with -)"
 confirm="${VKBENCH_AB_CONFIRM:-}"
 [[ -z "$confirm" || "$confirm" =~ ^confirm-[0-9a-f]{12}$ ]] || fail "confirm must be confirm-<12 hex>"
+# A confirmation's verdict goes into the history: never from a pull request's code.
+[[ -z "$confirm" || -z "$pr" ]] || fail "confirm is for the nightly's own candidates, never a pull request"
 cell="${VKBENCH_AB_CELL:-}"
-(( ${#cell} <= 2000 )) || fail "cell is too long"   # its content is validated by vkbench (exit 2)
+(( ${#cell} <= 2000 )) || fail "cell is too long (at most 2000 characters)"
+# One line of JSON in a plain alphabet (its content is validated by vkbench, exit 2): no shell
+# or workflow-command characters ($, backquote, single quote, ;, |, &, <, >, backslash, newline).
+cell_re='^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$'
+[[ -z "$cell" || "$cell" =~ $cell_re ]] \
+  || fail "cell must be one line of JSON: letters, digits, spaces and \" { } [ ] : , . _ + = / @ -"
 if [[ ! "$max_rounds" =~ ^[0-9]{1,3}$ ]] || (( max_rounds < 4 || max_rounds > 200 )); then
   fail "max_rounds must be 4..200"
 fi
+# runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
+ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
 
 case "$mode" in
   check)

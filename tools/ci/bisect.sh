@@ -42,7 +42,9 @@ ref_re='^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$'
   || fail "repository must be an https URL of a github.com or gitlab.com repository"
 [[ "$good" =~ $ref_re && "$good" != *..* ]] || fail "good must be a branch, tag or commit"
 [[ "$bad" =~ $ref_re && "$bad" != *..* ]] || fail "bad must be a branch, tag or commit"
-[[ "$preset" =~ ^[a-z0-9-]{1,40}$ ]] || fail "preset must be a preset name"
+[[ "$preset" =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || fail "preset must be a preset name (letters, digits and -, not starting with -)"
+# runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
+ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
 
 case "$mode" in
   check)

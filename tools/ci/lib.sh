@@ -168,3 +168,36 @@ ci_github_api() {
 ci_comment_json() {
   "$(ci_python)" -c 'import json, sys; print(json.dumps({"body": open(sys.argv[1], encoding="utf-8", errors="replace").read()}))' "$1"
 }
+
+# ci_runner_classes: the runner classes declared in runners/classes.yaml, comma-separated and
+# sorted ($VKBENCH_RUNNER_CLASSES_FILE overrides the file), read with PyYAML; fails (status 1)
+# when the file cannot be read.
+ci_runner_classes() {
+  local file="${VKBENCH_RUNNER_CLASSES_FILE:-$CI_REPO_ROOT/runners/classes.yaml}"
+  "$(ci_python)" -c '
+import sys, yaml
+data = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
+print(",".join(sorted(data["classes"])))
+' "$file" 2>/dev/null
+}
+
+# ci_check_runner_class NAME VALUE: VALUE is one runner class declared in runners/classes.yaml,
+# else an ::error:: naming the allowed ones and status 2. The value becomes a runner label
+# (runs-on) and part of a concurrency group: self-hosted, ubuntu-latest, a role label or any
+# other text must not route a job. A hostile value is never echoed back (only its length is
+# bounded and its alphabet checked before it is compared).
+ci_check_runner_class() {
+  local name="$1" value="$2" allowed LC_ALL=C
+  if ! allowed="$(ci_runner_classes)" || [[ -z "$allowed" ]]; then
+    ci_error "Invalid input ${name}" "cannot read the declared runner classes from runners/classes.yaml"
+    return 2
+  fi
+  if [[ ${#value} -gt 64 || ! "$value" =~ ^[a-z0-9][a-z0-9-]*$ ]]; then
+    ci_error "Invalid input ${name}" "${name} must be one runner class declared in runners/classes.yaml; allowed: ${allowed}"
+    return 2
+  fi
+  if [[ ",${allowed}," != *",${value},"* ]]; then
+    ci_error "Invalid input ${name}" "runner class ${value} is not declared in runners/classes.yaml; allowed: ${allowed}"
+    return 2
+  fi
+}

@@ -62,24 +62,12 @@ fi
 [[ -n "${VKBENCH_REPETITIONS:-}" ]] && check_input repetitions "$VKBENCH_REPETITIONS" 3 \
   '^[1-9][0-9]?$' "an integer from 1 to 99"
 
-py="$(ci_python)"
-allowed_classes="$("$py" -c '
-import sys, yaml
-data = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
-print(",".join(sorted(data["classes"])))
-' "$RUNNER_CLASSES_FILE" 2>/dev/null)" || {
-  ci_error "plan" "cannot read the declared runner classes from ${RUNNER_CLASSES_FILE}"
-  exit 2
-}
 if [[ -n "${VKBENCH_RUNNERS:-}" ]]; then
   check_input runner_classes "$VKBENCH_RUNNERS" 256 '^[a-z0-9-]+(,[a-z0-9-]+){0,15}$' \
-    "comma-separated runner classes from runners/classes.yaml: ${allowed_classes}"
+    "comma-separated runner classes from runners/classes.yaml: $(ci_runner_classes || true)"
   IFS=, read -r -a requested <<<"$VKBENCH_RUNNERS"
   for runner in "${requested[@]}"; do
-    if [[ ",${allowed_classes}," != *",${runner},"* ]]; then
-      ci_error "Invalid input runner_classes" "runner class ${runner} is not declared in runners/classes.yaml; allowed: ${allowed_classes}"
-      exit 2
-    fi
+    ci_check_runner_class runner_classes "$runner" || exit 2
   done
 fi
 
@@ -105,7 +93,7 @@ fi
 
 # Count cells per runner class; refuse an empty plan (GitHub rejects an empty matrix with an
 # obscure message) and a class with more cells than the concurrency queue holds.
-counts="$("$py" -c '
+counts="$("$(ci_python)" -c '
 import collections, json, sys
 try:
     cells = json.loads(sys.argv[1])["include"]

@@ -37,7 +37,7 @@ def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, f
     else:
         store = HistoryStore(history_dir)
         store.verify(deep=True)   # the history detect.json came from is whole (exit 7 naming the file)
-        detection = store.read_detect()
+        detection = store.read_detect(for_alerts=True)   # and detect.json has what the issues use (exit 7)
         if detection is None:
             raise AlertError(f"{history_dir}/detect.json: not found", hint="run `vkbench detect --history DIR` first, or pass --detect")
     token = os.environ.get(token_env) or None

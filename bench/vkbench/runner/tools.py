@@ -38,23 +38,62 @@ class ToolCommand:
         return "env" if self.secret in self.env.values() else None
 
 
-#: The variables valkey-cli/redis-cli read the password from (VALKEYCLI_AUTH since valkey 9.0).
+#: The variables valkey-cli and redis-cli read the password from (REDISCLI_AUTH; VALKEYCLI_AUTH
+#: too since valkey 9.0). No benchmark tool reads either, checked in the sources and binaries:
+#: valkey-benchmark's main() and parseOptions() (valkey 8.0 through unstable) and cli_common.c
+#: never call getenv for a password (only valkey-cli.c does), and neither name is in the
+#: valkey-benchmark 8.0.1 or redis-benchmark 7.0.15 binaries; given only the variable they answer
+#: NOAUTH. Their -u URI carries the password on the command line too, so ``-a`` it is, and the
+#: result says so (tool.password_via: argv). The env branch below serves a build that learns to
+#: read the variable: it is taken only when that build proves it against the live server.
 AUTH_ENV_VARS = ("VALKEYCLI_AUTH", "REDISCLI_AUTH")
 
 
 @lru_cache(maxsize=None)
-def _reads_auth_env(tool_path: str, library_path: str) -> bool:
-    """Does this benchmark build read the password from REDISCLI_AUTH/VALKEYCLI_AUTH? Its
-    --help says so when it does. valkey-benchmark 8.0.1 and redis-benchmark 7.0.15 do not
-    (measured: with only the variable set they get NOAUTH), so they still need ``-a``."""
+def _documented_auth_env(tool_path: str, library_path: str) -> tuple[str, ...]:
+    """The password variables this tool's --help documents (every tool that reads one says so:
+    valkey-cli, redis-cli); () for the benchmark tools released so far."""
     env = dict(os.environ, LD_LIBRARY_PATH=library_path) if library_path else None
     try:
         proc = subprocess.run([tool_path, "--help"], capture_output=True, text=True, timeout=10, env=env,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
-        return False
+        return ()
     text = proc.stdout + proc.stderr
-    return any(var in text for var in AUTH_ENV_VARS)
+    return tuple(var for var in AUTH_ENV_VARS if var in text)
+
+
+#: What a tool prints when the server refused it: the password did not arrive.
+_AUTH_REFUSED = re.compile(r"NOAUTH|WRONGPASS|AUTH failed|invalid password|Authentication required", re.IGNORECASE)
+
+
+@lru_cache(maxsize=None)
+def _env_auth_works(tool_path: str, tool_env: tuple[tuple[str, str], ...], variables: tuple[str, ...],
+                    host: str, port: int, password: str, auth_args: tuple[str, ...]) -> bool:
+    """Does the tool authenticate with only the variables set? One PING against the live
+    server (a help text is a claim; this is the behaviour), once per tool and server."""
+    argv = [tool_path, "-h", host, "-p", str(port), *auth_args, "-c", "1", "-n", "1", "-t", "ping", "--csv"]
+    env = {**os.environ, **dict(tool_env), **{var: password for var in variables}}
+    for var in AUTH_ENV_VARS:
+        if var not in variables:
+            env.pop(var, None)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and not _AUTH_REFUSED.search(proc.stdout + proc.stderr)
+
+
+def _auth_env_for(tool_path: str, tool_env: dict[str, str] | None, host: str, port: int, password: str,
+                  auth_args: tuple[str, ...]) -> dict[str, str]:
+    """The environment that gives this tool the password without ``-a``, or {} when it has none
+    that works (then ``-a``: visible in ps, and recorded as password_via argv)."""
+    variables = _documented_auth_env(tool_path, (tool_env or {}).get("LD_LIBRARY_PATH", ""))
+    if not variables:
+        return {}
+    if not _env_auth_works(tool_path, tuple(sorted((tool_env or {}).items())), variables, host, port, password, auth_args):
+        return {}
+    return {var: password for var in variables}
 
 
 def targets(cell: Cell, deployment: Deployment) -> list[Endpoint]:
@@ -87,11 +126,14 @@ def build_command(
     host = host or target.host
     cluster = cell.topology.startswith("cluster")
     if cell.tool in ("valkey-benchmark", "redis-benchmark"):
-        # The password goes through the environment when this build reads it from there;
-        # otherwise -a is the only way (no file option), and the result says so
-        # (tool.password_via: argv).
-        via_env = bool(password) and _reads_auth_env(tool_path, (tool_env or {}).get("LD_LIBRARY_PATH", ""))
-        auth = [] if via_env or not password else ["-a", password]
+        # The password goes through the environment when this build reads it from there (none
+        # released so far: AUTH_ENV_VARS); otherwise -a is the only way (no file option), and
+        # the result says so (tool.password_via: argv).
+        workload = cell.workload
+        probe_args = tuple(["--user", workload.acl_user] if workload and workload.acl_user else []) + \
+            tuple(["--tls"] if workload and workload.tls else [])
+        auth_env = _auth_env_for(tool_path, tool_env, host, target.port, password, probe_args) if password else {}
+        auth = [] if auth_env or not password else ["-a", password]
         argv = [tool_path, "-h", host, "-p", str(target.port), *auth,
                 "-t", ",".join(tests), "-c", str(cell.clients), "-P", str(cell.pipeline),
                 "-d", str(cell.data_size), "--csv"]
@@ -110,8 +152,7 @@ def build_command(
         if workload and workload.acl_user:
             argv[1:1] = ["--user", workload.acl_user]
         argv += list(cell.tool_args)
-        env = {var: password for var in AUTH_ENV_VARS} if via_env else {}
-        return ToolCommand(argv, env=env, secret=password)
+        return ToolCommand(argv, env=auth_env, secret=password)
     if cell.tool == "memtier_benchmark":
         return _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, measured=measured)
     raise UsageError(f"unsupported tool {cell.tool}")

@@ -39,7 +39,7 @@ from .compact import Dictionary, compact_value, dumps, epoch, loads, write
 from .history_reader import History, open_history, point_order
 from . import insights
 from .reference import load_references, reference_data
-from .series_data import Columns, assemble_series, env_label, last_point, series_detect
+from .series_data import Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
 
 #: Explorer filters first (in the order the UI shows them), then every other dimension.
 DIM_ORDER = ("server", "topology", "io_threads", "command", "pipeline", "clients", "data_size", "tool",
@@ -190,7 +190,7 @@ def _slim_detect(detect: dict) -> dict:
     return {
         "generated": detect.get("generated"),
         "change_points": [{k: cp.get(k) for k in keep_cp if k in cp} for cp in detect.get("change_points") or []],
-        "incidents": detect.get("incidents") or [],
+        "incidents": with_commit_links(detect.get("incidents") or []),  # each end links to its repository
     }
 
 
@@ -213,6 +213,10 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
     history: History = open_history(Path(history_dir))
     out_dir = Path(out_dir)
     detect = history.detect()
+    # Every shard hashed and checked against index.json before anything is built: an edit that
+    # kept a shard's size is refused here (exit 7 naming it), and the hashes tell the
+    # incremental build which series are unchanged.
+    hashes = history.shard_hashes()
     refs = reference_data(Path(reference_dir) if reference_dir is not None else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     with _locked(out_dir):
@@ -222,7 +226,8 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
         try:
             previous = None if full else _load_manifest(out_dir)
             references = load_references(Path(reference_dir)) if reference_dir is not None else []
-            report = _build_into(stage, out_dir if previous else None, previous, history, detect, refs, references, repo)
+            report = _build_into(stage, out_dir if previous else None, previous, history, hashes, detect, refs,
+                                 references, repo)
             report.out_dir = out_dir
             _swap_in(stage, out_dir)
         finally:
@@ -235,7 +240,7 @@ _TRASH_PREFIX = ".vkbench-old-"
 #: What the site build owns in its output directory (the rest, e.g. history/, is left alone).
 OWNED = ("data", "assets", "index.html", ".nojekyll")
 MANIFEST = "build-manifest.json"
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2     # 2: each series records its shards' sha256 (shard_sha)
 #: Raw fields of a series' newest point that the overview's "newest run per class" needs.
 _LAST_FIELDS = ("run_id", "timestamp", "workflow_run_url", "version", "server_version", "flags", "valid", "commit")
 
@@ -305,13 +310,16 @@ def _swap_in(stage: Path, out_dir: Path) -> None:
 class _SeriesPlan:
     """How one series gets its files in this build: kept, extended, or rebuilt from all shards."""
 
-    def __init__(self, sid: str, entry: dict, history: History, detect: dict, sdetect: dict, env_of, prev: dict | None):
+    def __init__(self, sid: str, entry: dict, history: History, digests: dict[str, dict], detect: dict, sdetect: dict,
+                 env_of, prev: dict | None):
         self.sid, self.entry, self.history, self.prev, self.env_of = sid, entry, history, prev, env_of
         self.sdetect = sdetect
         self.noise = (detect.get("noise") or {}).get(sid) or {}
         self.seg = (detect.get("segments") or {}).get(sid) or []
         self.shards = sorted(entry.get("shards") or [])
-        self.sizes = {m: _size(history.shard_path(sid, m)) for m in self.shards}
+        # as hashed (and checked against index.json, v2) at the start of the build
+        self.sizes = {m: digests[m]["bytes"] for m in self.shards}
+        self.hashes = {m: digests[m]["sha256"] for m in self.shards}
         self.dims_key = _digest([entry.get("dims"), entry.get("arch")])
         self.detect_key = _digest([sdetect.get("cps") or [], [[i.get("id"), i.get("annotation"), i.get("bad")] for i in sdetect.get("incidents") or []]])
 
@@ -322,7 +330,7 @@ class _SeriesPlan:
 
     def unchanged(self, old_dir: Path) -> bool:
         p = self.prev
-        return (p["shards"] == self.sizes and p["key"] == self.output_key(p["fps"])
+        return (p["shards"] == self.sizes and p.get("shard_sha") == self.hashes and p["key"] == self.output_key(p["fps"])
                 and _size(old_dir / f"{self.sid}.json") == p["bytes"]
                 and _size(old_dir / f"{self.sid}.latency.json") == (p["latency_bytes"] or None))
 
@@ -335,11 +343,14 @@ class _SeriesPlan:
             return None
         old_months = sorted(p["shards"])
         newest = old_months[-1]
-        if any(self.sizes.get(m) != p["shards"][m] for m in old_months[:-1]):
+        old_sha = p.get("shard_sha") or {}
+        if any(self.sizes.get(m) != p["shards"][m] or self.hashes.get(m) != old_sha.get(m) for m in old_months[:-1]):
             return None
         grown = self.sizes.get(newest)
         if grown is None or grown < p["shards"][newest] or any(m < newest for m in self.sizes if m not in p["shards"]):
             return None
+        if grown == p["shards"][newest] and self.hashes.get(newest) != old_sha.get(newest):
+            return None     # rewritten in place (a version-1 history has no digests to refuse it by)
         fresh: list[dict] = []
         self.newest_count, self.newest_sha = p["shard_points"], p["tail_sha"]
         if grown > p["shards"][newest]:
@@ -348,14 +359,14 @@ class _SeriesPlan:
                 return None
             fresh.extend(got[0])
             self.newest_count += len(got[0])
-            self.newest_sha = hashlib.sha256(got[1]).hexdigest()
+            self.newest_sha = self.hashes[newest]
         for month in self.shards:
             if month not in p["shards"]:
                 points = self.history.read_shard(self.sid, month)
                 fresh.extend(points)
                 if month == self.shards[-1]:
                     self.newest_count = len(points)
-                    self.newest_sha = hashlib.sha256(self.history.shard_path(self.sid, month).read_bytes()).hexdigest()
+                    self.newest_sha = self.hashes[month]
         fresh.sort(key=point_order)
         if fresh and point_order(fresh[0]) <= tuple(p["last_key"]):
             return None
@@ -369,8 +380,8 @@ def _size(path: Path) -> int | None:
         return None
 
 
-def _build_into(stage: Path, old_out: Path | None, previous: dict | None, history: History, detect: dict, refs: dict,
-                references: list[dict], repo: str | None) -> BuildReport:
+def _build_into(stage: Path, old_out: Path | None, previous: dict | None, history: History, hashes: dict[str, dict[str, dict]],
+                detect: dict, refs: dict, references: list[dict], repo: str | None) -> BuildReport:
     _copy_vendor(stage / "assets" / "vendor")  # fail early, before the long part
     _copy_flamegraph(stage / "assets" / "vendor")
     report = BuildReport(out_dir=stage, mode="incremental" if previous else "full")
@@ -390,7 +401,7 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
     series_bytes = latency_bytes = 0
     for sid, dims in all_dims:
         prev = (previous or {}).get("series", {}).get(sid)
-        plan = _SeriesPlan(sid, history.series[sid], history, detect, by_series.get(sid) or {}, env_of, prev)
+        plan = _SeriesPlan(sid, history.series[sid], history, hashes[sid], detect, by_series.get(sid) or {}, env_of, prev)
         record = _kept(plan, old_dir, new_dir) if prev and old_dir else None
         if record is not None:
             report.kept += 1
@@ -519,7 +530,7 @@ def _written(plan: _SeriesPlan, old_dir: Path | None, new_dir: Path) -> dict | N
     lat_size = write(new_dir / f"{sid}.latency.json", latency) if latency["m"] else 0
     if fresh is None:  # rebuilt: remember the newest shard as it is now, for the next build
         newest = plan.shards[-1] if plan.shards else None
-        plan.newest_sha = hashlib.sha256(plan.history.shard_path(sid, newest).read_bytes()).hexdigest() if newest else None
+        plan.newest_sha = plan.hashes[newest] if newest else None
         plan.newest_count = len(plan.history.read_shard(sid, newest)) if newest else 0
     return {
         "_how": "appended" if fresh is not None else "rebuilt",
@@ -528,6 +539,7 @@ def _written(plan: _SeriesPlan, old_dir: Path | None, new_dir: Path) -> dict | N
         "detect_key": plan.detect_key,
         "refs_ok": refs_ok,
         "shards": plan.sizes,
+        "shard_sha": plan.hashes,
         "tail_sha": plan.newest_sha,
         "shard_points": plan.newest_count,
         "n": cols.n,

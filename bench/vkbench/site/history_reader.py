@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultFileError
-from ..history.store import HISTORY_VERSION, HistoryStore, parse_jsonl
+from ..history.store import HistoryStore, parse_jsonl
 
 
 def point_order(point: dict) -> tuple[str, str]:
@@ -42,7 +42,7 @@ class History:
         return self.index.get("series") or {}
 
     def shard_path(self, sid: str, month: str) -> Path:
-        return self.root / "series" / sid[:2] / sid / f"{month}.jsonl"
+        return HistoryStore(self.root).shard_path(sid, month)
 
     def read_shard(self, sid: str, month: str) -> list[dict]:
         """The lines of one shard, checked against the index and parsed by the store."""
@@ -76,46 +76,34 @@ class History:
         return data if isinstance(data, dict) else None
 
     def detect(self) -> dict:
-        """detect.json, or an empty detection when `vkbench detect` has not run yet."""
-        path = self.root / "detect.json"
-        if not path.is_file():
+        """detect.json, its structure checked by the store (exit 7 naming the file and field), or
+        an empty detection when `vkbench detect` has not run yet."""
+        data = HistoryStore(self.root).read_detect()
+        if data is None:
             return {"change_points": [], "incidents": [], "segments": {}, "noise": {}}
-        data = _load_json(path)
-        if not isinstance(data, dict):
-            raise ResultFileError(f"{path}: not a detection output (top level is not an object)", hint="re-run `vkbench detect`")
         return data
+
+    def shard_hashes(self) -> dict[str, dict[str, dict]]:
+        """Size and sha256 of every shard, each checked against index.json (exit 7 naming the file)."""
+        return HistoryStore(self.root).hash_shards(self.index)
 
 
 def open_history(root: Path) -> History:
     root = Path(root)
     if not root.is_dir():
         raise ResultFileError(f"{root}: no such history directory", hint="pass the history directory written by `vkbench ingest` (history/ on gh-pages)")
-    fmt = root / "format.json"
-    if fmt.is_file():
-        version = (_load_json(fmt) or {}).get("history_version")
-        if isinstance(version, int) and version > HISTORY_VERSION:
-            raise ResultFileError(
-                f"{fmt}: history_version {version} is newer than this vkbench reads ({HISTORY_VERSION})",
-                hint="upgrade vkbench (pull the repository) before building the site",
-            )
     store = HistoryStore(root)
-    index_path = root / "index.json"
-    if not index_path.is_file() and store.has_shards():
-        store.index()     # the error that names --rebuild-index
-    if not index_path.is_file():
+    if not store.index_path.is_file() and not store.has_shards() and not store.pending_index_path.exists():
+        store.check_format()          # a newer history says so first
         raise ResultFileError(
             f"{root}: no index.json; this is not a vkbench history directory",
             hint="pass the directory that `vkbench ingest` writes (it holds index.json and series/), e.g. history/ on gh-pages",
         )
-    index = _load_json(index_path)
-    if not isinstance(index, dict) or not isinstance(index.get("series", {}), dict):
-        raise ResultFileError(f"{index_path}: not a history index (no 'series' object)", hint=_REBUILD_HINT)
-    version = index.get("history_version", HISTORY_VERSION)
-    if isinstance(version, int) and version > HISTORY_VERSION:
-        raise ResultFileError(
-            f"{index_path}: history_version {version} is newer than this vkbench reads ({HISTORY_VERSION})",
-            hint="upgrade vkbench (pull the repository) before building the site",
-        )
-    store.index()                     # version, journal of an interrupted ingest
-    store.verify(index)               # every shard present with its recorded size
+    # The store's reader: format and index version, the journal of an interrupted ingest, a
+    # missing index while shards exist (names --rebuild-index), series ids and months that are
+    # safe path components (they name shards here and data/series/<sid>.json in the site).
+    index = store.index()
+    # Every listed shard present, none unlisted; their sizes and sha256 are checked against the
+    # index when the build hashes them (History.shard_hashes), before anything is written.
+    store.verify(index, names_only=True)
     return History(root=root, index=index)
