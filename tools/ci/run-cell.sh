@@ -8,6 +8,10 @@
 #   VKBENCH_MACHINE_CLASS     the runner class (matrix entry `runner`)
 #   VKBENCH_TRIGGER           what started the run (github.event_name)
 #   VKBENCH_WORKFLOW_RUN_URL  link stored in the result (optional)
+#   VKBENCH_PROFILE           source (default): a CPU profile of the servers for cells of builds
+#                             from source (unstable, a commit), the builds regressions are found
+#                             in, so that an incident has a profile on both sides to diff;
+#                             always | never
 #
 # vkbench tears its own stack down; the workflow's `if: always()` step runs teardown.sh for
 # what a cancelled job leaves behind. The stack password is made inside vkbench and never
@@ -31,6 +35,23 @@ args=(run --cell "$VKBENCH_CELL"
   --machine-class "$VKBENCH_MACHINE_CLASS"
   --trigger "$VKBENCH_TRIGGER")
 [[ -n "${VKBENCH_WORKFLOW_RUN_URL:-}" ]] && args+=(--workflow-run-url "$VKBENCH_WORKFLOW_RUN_URL")
+# The profile is one extra repetition under perf, after the measured ones and never counted
+# with them; where perf is missing or not permitted the result says so and the cell carries on.
+case "${VKBENCH_PROFILE:-source}" in
+  always) args+=(--profile) ;;
+  never) ;;
+  source)
+    if "$(ci_python)" - "$VKBENCH_CELL" <<'PY'
+import json, sys
+from vkbench.servers.resolve import is_source_version
+engine, _, version = json.loads(sys.argv[1])["server"].partition(":")
+sys.exit(0 if is_source_version(engine, version) else 1)
+PY
+    then
+      args+=(--profile)
+    fi ;;
+  *) ci_error "run" "VKBENCH_PROFILE must be source, always or never"; exit 2 ;;
+esac
 
 status=0
 "$VKBENCH" "${args[@]}" || status=$?

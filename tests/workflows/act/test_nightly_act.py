@@ -97,6 +97,10 @@ def test_scheduled_nightly_through_workflow_call(act_runner, pages, valkey_tonig
         assert subject["commit"] == unstable and subject["server_version"], subject
         assert subject["build"]["source"] == "image" and f"vkbench-valkey:src-{unstable[:12]}" in subject["build"]["detail"]
         assert subject["build"]["config"]["malloc"] == "libc", subject["build"]
+        # A build from source is profiled (run-cell.sh's default), so an incident found in it has
+        # a profile on each side to diff; the folded stacks travel into the history with the result.
+        assert r["profile"]["status"] == "recorded" and r["profile"]["symbols"]["symtab"], r.get("profile")
+        assert list((branch / "history" / "runs").rglob(r["profile"]["file"])), r["profile"]["file"]
     assert (branch / "site" / "index.html").is_file()
     assert any(c["path"].startswith(f"/repos/{ah.OWNER_REPO}/issues") for c in api.calls), api.calls
     assert ah.secret_leaks(result, [ah.FAKE_TOKEN]) == []
