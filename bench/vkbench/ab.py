@@ -30,6 +30,7 @@ from .matrix.model import Cell
 from .runner.session import RunOptions, run_session
 from .servers import source_build
 from .repolinks import commit_link
+from .servers.catalog import GIT_REF
 from .servers.gitmirror import Mirror, redact
 
 Progress = Callable[[str], None]
@@ -187,6 +188,9 @@ class ABOptions:
     #: The commit the candidate must resolve to (a pull request's head when a maintainer approved
     #: it): a pull request that moved since is refused, never benchmarked unreviewed.
     expect_candidate: str | None = None
+    #: A branch of ``url`` both commits must be on (ancestors of its tip), checked before anything
+    #: is built: the trusted path of ab.yml runs without a reviewer only for merged code.
+    require_branch: str | None = None
 
 
 @contextlib.contextmanager
@@ -201,6 +205,27 @@ def repository(url: str) -> Iterator[None]:
             os.environ.pop("VKBENCH_VALKEY_GIT_URL", None)
         else:
             os.environ["VKBENCH_VALKEY_GIT_URL"] = previous
+
+
+def require_on_branch(url: str, branch: str, refs: dict[str, str]) -> dict[str, str]:
+    """The full commit of each ref (label -> ref) when every one is on ``branch`` of ``url`` (its
+    tip or an ancestor of it), else a UsageError naming the first that is not.
+
+    The branch is fetched as ``refs/heads/<branch>``: a tag or a pull request ref of the same name
+    cannot stand in for it. Nothing is built here."""
+    if not GIT_REF.match(branch) or ".." in branch or branch.startswith(("refs/", "-")):
+        raise UsageError(f"--require-branch {branch!r}: not a branch name", hint="e.g. --require-branch unstable")
+    mirror = Mirror.for_url(url)
+    commits = {label: mirror.resolve(ref) for label, ref in refs.items()}
+    tip = mirror.resolve(f"refs/heads/{branch}")
+    for label, commit in commits.items():
+        if not mirror.is_ancestor(commit, tip):
+            raise UsageError(
+                f"{label} {refs[label]} ({commit[:12]}) is not on {branch} of {redact(url)} (tip {tip[:12]})",
+                hint=f"only commits merged into {branch} run on the trusted path (no reviewer); "
+                "for any other commit, dispatch without confirm/incident so that a reviewer of the "
+                "`benchmark` environment approves it")
+    return commits
 
 
 def prepare(url: str, ref: str, label: str, progress: Progress | None = None) -> Side:
@@ -268,6 +293,8 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
                     f"{options.candidate} is now {head[:12]}, not the approved {options.expect_candidate[:12]}",
                     hint="the pull request changed after the A/B was requested: request it again (re-add the label) "
                     "so that the new head is reviewed before it runs")
+        if options.require_branch:
+            require_on_branch(url, options.require_branch, {"base": options.base, "candidate": options.candidate})
         base = prepare(url, options.base, "base", progress)
         candidate = prepare(url, options.candidate, "candidate", progress)
         templates = template_cells(options)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .ab import ABOptions, ABReport, Row, run_ab
+from .ab import ABOptions, ABReport, Row, require_on_branch, run_ab
 from .repolinks import commit_link
 from .errors import UsageError
 from .servers import source_build
@@ -93,6 +93,11 @@ def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_di
                progress: Progress | None = None, max_steps: int = 20) -> BisectReport:
     url = url or source_build.repo_url()
     began = time.monotonic()
+    if template.require_branch:
+        # Both ends on the branch: every commit between them (their ancestors) is too. Checked
+        # once here, before anything is built; the steps need not fetch the branch again.
+        require_on_branch(url, template.require_branch, {"good": good, "bad": bad})
+        template = dataclasses.replace(template, require_branch=None)
     mirror = Mirror.for_url(url)
     good_sha, bad_sha = mirror.resolve(good), mirror.resolve(bad)
     if not mirror.is_ancestor(good_sha, bad_sha) or good_sha == bad_sha:

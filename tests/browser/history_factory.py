@@ -3,7 +3,8 @@
 The site is built from the *format*, so its tests write the format themselves instead of going
 through `vkbench ingest`: two machine classes, three versions, io-threads 1/2/4, SET and GET,
 a 3-node cluster on pi-cm4, an environment change (kernel update), a few invalid points, and a
-detect.json with one regression change point (an open incident) and one annotated improvement.
+detect.json with one regression change point (an open incident, bisected: its culprit) and one
+annotated improvement.
 """
 
 from __future__ import annotations
@@ -181,6 +182,14 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
             "status": status, "direction": direction, "metric": "rps", "magnitude": magnitude,
             "series_ids": [sid], "machine_class": d["machine_class"], "good": ref(good), "bad": ref(bad), "annotation": annotation,
         })
+    # The open regression was bisected (bisect.yml -> bisects.json -> detect.json): its culprit, in
+    # the repository its builds came from (cloud-x86's fork), shows on the overview.
+    facts["culprit"] = commit_of("culprit", REGRESSION["at"])
+    detect["incidents"][0]["bisect"] = {
+        "culprit": facts["culprit"], "culprit_subject": "server: batch the reply buffer writes", "effect": -0.081,
+        "ci_low": -0.095, "ci_high": -0.067, "measure": "standalone io2 P16 c50 d3 / SET", "reproduced": True, "steps": 4,
+        "range_size": 9, "repository": SOURCE_REPOSITORIES["cloud-x86"], "workflow_run_url": RUN_URL.format(9999),
+    }
     for sid, d in facts["sids"].items():
         detect["noise"][sid] = {"rps": {"cv": 0.012}}
         if d["machine_class"] == "pi-cm4":

@@ -51,6 +51,24 @@ def test_overview_lists_the_open_incident(site, new_page):
     problems.assert_none()
 
 
+def test_overview_shows_the_bisect_culprit(site, new_page):
+    """The open incident was bisected: its culprit commit, linked to the repository bisected (the
+    fork cloud-x86 builds from, as the range's commits), its subject, effect and the bisect's run."""
+    url, facts = site
+    page, problems = new_page()
+    open_view(page, url, "#/overview", "[data-incident='inc-set-io2-x86'] .culprit")
+    culprit = page.locator("article.incident[data-incident='inc-set-io2-x86'] .culprit")
+    link = culprit.locator("a", has_text=facts["culprit"][:7])
+    assert link.get_attribute("href") == f"https://github.com/example-fork/valkey/commit/{facts['culprit']}"
+    text = culprit.inner_text()
+    assert "Culprit (bisect, 4 A/B steps)" in text and "server: batch the reply buffer writes" in text
+    assert "−8.1% on standalone io2 P16 c50 d3 / SET" in text and "−9.5% .. −6.7%" in text
+    assert culprit.locator("a", has_text="bisect run").get_attribute("href").endswith("/actions/runs/9999")
+    # Only the bisected incident names a culprit.
+    assert page.locator(".culprit").count() == 1
+    problems.assert_none()
+
+
 def test_filter_change_changes_the_chart(site, new_page):
     url, _ = site
     page, problems = new_page()

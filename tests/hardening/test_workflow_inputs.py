@@ -1,7 +1,8 @@
 """Hostile dispatch inputs against the scripts that check them - tools/ci/plan.sh (benchmark.yml),
 tools/ci/ab.sh check (ab.yml), tools/ci/bisect.sh check (bisect.yml): every one ends in an
 ::error:: that names what is allowed, exit 2, no step output (nothing routed), no command
-executed, no traceback.
+executed, no traceback. The same for the repository variables naming the trusted repository,
+and the `trusted` output (no reviewer) is true only for the nightly's own follow-ups of it.
 
 Runner classes come only from runners/classes.yaml: actionlint's label list and every
 workflow's runner-class choice list must equal it, and no workflow-level concurrency group
@@ -114,7 +115,7 @@ VALID_AB = {"VKBENCH_AB_REPOSITORY": "https://github.com/valkey-io/valkey", "VKB
             "VKBENCH_MACHINE_CLASS": "cloud-x86"}
 VALID_BISECT = {"VKBENCH_BISECT_REPOSITORY": "https://github.com/valkey-io/valkey", "VKBENCH_BISECT_GOOD": "c419524",
                 "VKBENCH_BISECT_BAD": "unstable", "VKBENCH_BISECT_PRESET": "ab", "VKBENCH_BISECT_ISSUE": "",
-                "VKBENCH_MACHINE_CLASS": "cloud-x86"}
+                "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_CELL": "", "VKBENCH_MACHINE_CLASS": "cloud-x86"}
 
 RUNNER_CLASS = [
     "self-hosted", "ubuntu-latest", "bench-server", "bench-client", "local", "gpu-box", "CLOUD-X86", "",
@@ -128,6 +129,13 @@ REPOSITORY = [
     "https://github.com/o/r/../../x;id", HUGE,
 ]
 PRESET = ["--help", SUBST, BACKTICK, "ab\nnightly", "../ab", "ab'", 'ab"', HUGE]
+CELL = ['{"server":"$(touch /tmp/vkbench-hostile-canary)"}', '{"server":"`touch /tmp/vkbench-hostile-canary`"}',
+        '{"a":1}\n{"b":2}', '{"a":"\'"}', '{"a":"x;y"}', '{"a":"x\\\\y"}', "not json", "::add-mask::x", "{" + HUGE + "}"]
+# The trusted repository and its branch (repository variables, lib.sh ci_trusted_source): they
+# decide which runs skip the reviewer, so a malformed value stops every run instead of matching.
+TRUSTED_REPOSITORY = [SUBST, "http://github.com/valkey-io/valkey", "file:///srv/valkey.git", "https://evil.example/o/r",
+                      "https://github.com/valkey-io/valkey\nhttps://github.com/someone/valkey", "https://github.com/o/r'", HUGE]
+TRUSTED_BRANCH = [SUBST, "refs/pull/1/head", "-x", "a..b", "unstable\nmain", "unstable;id", HUGE]
 
 # name -> [overrides]: each is one hostile case (PR cases clear the candidate, as a PR run does)
 HOSTILE_AB = {
@@ -141,10 +149,9 @@ HOSTILE_AB = {
     "max_rounds": [{"VKBENCH_AB_MAX_ROUNDS": v} for v in ["1000", "3", SUBST, "20\n30", "1e3", "-5", "20'", HUGE]],
     "confirm": [{"VKBENCH_AB_CONFIRM": v} for v in [SUBST, "confirm-0123456789ab\nx", "confirm-xyz", "confirm-0123456789AB",
                                                      "confirm-0123456789ab'", "::add-mask::x", HUGE]],
-    "cell": [{"VKBENCH_AB_CELL": v} for v in ['{"server":"$(touch /tmp/vkbench-hostile-canary)"}',
-                                              '{"server":"`touch /tmp/vkbench-hostile-canary`"}', '{"a":1}\n{"b":2}',
-                                              '{"a":"\'"}', '{"a":"x;y"}', '{"a":"x\\\\y"}', "not json",
-                                              "::add-mask::x", "{" + HUGE + "}"]],
+    "cell": [{"VKBENCH_AB_CELL": v} for v in CELL],
+    "trusted_repository": [{"VKBENCH_VALKEY_REPOSITORY": v} for v in TRUSTED_REPOSITORY],
+    "trusted_branch": [{"VKBENCH_VALKEY_BRANCH": v} for v in TRUSTED_BRANCH],
 }
 HOSTILE_BISECT = {
     "runner_class": [{"VKBENCH_MACHINE_CLASS": v} for v in RUNNER_CLASS],
@@ -153,6 +160,15 @@ HOSTILE_BISECT = {
     "bad": [{"VKBENCH_BISECT_BAD": v} for v in REF],
     "preset": [{"VKBENCH_BISECT_PRESET": v} for v in PRESET],
     "incident_issue": [{"VKBENCH_BISECT_ISSUE": v} for v in ["x", SUBST, "1\n2", "0", "-3", "1;id", HUGE]],
+    # The incident id keys the culprit in the history (the issue is set, so only the id is wrong),
+    # and an incident without its issue is not the nightly's form.
+    "incident": [{"VKBENCH_BISECT_INCIDENT": v, "VKBENCH_BISECT_ISSUE": "5"}
+                 for v in [SUBST, BACKTICK, "0123456789ab\nx", "0123456789AB", "inc-xyz", "inc-0123456789ab0", "../0123456789ab",
+                           "0123456789ab'", "::add-mask::x", "-0123456789ab", HUGE]]
+                + [{"VKBENCH_BISECT_INCIDENT": "0123456789ab", "VKBENCH_BISECT_ISSUE": ""}],
+    "cell": [{"VKBENCH_BISECT_CELL": v} for v in CELL],
+    "trusted_repository": [{"VKBENCH_VALKEY_REPOSITORY": v} for v in TRUSTED_REPOSITORY],
+    "trusted_branch": [{"VKBENCH_VALKEY_BRANCH": v} for v in TRUSTED_BRANCH],
 }
 SCRIPTS = {"ab.sh": (AB, VALID_AB, HOSTILE_AB), "bisect.sh": (BISECT, VALID_BISECT, HOSTILE_BISECT)}
 CHECK_CASES = [(script, name, i) for script, (_, _, hostile) in SCRIPTS.items() for name, cases in hostile.items()
@@ -190,6 +206,36 @@ def test_hostile_ab_and_bisect_input_is_refused(tmp_path, script, name, i):
     assert not (tmp_path / "github_output").exists() or (tmp_path / "github_output").read_text() == ""
     if name == "runner_class":
         assert all(c in proc.stdout for c in CLASSES["classes"]), "the error names the allowed classes"
+
+
+UPSTREAM = "https://github.com/valkey-io/valkey"
+FORK = "https://github.com/someone/valkey"
+CONFIRM = {"VKBENCH_AB_BASE": "a" * 40, "VKBENCH_AB_CANDIDATE": "b" * 40, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab"}
+INCIDENT = {"VKBENCH_BISECT_GOOD": "a" * 40, "VKBENCH_BISECT_BAD": "b" * 40, "VKBENCH_BISECT_INCIDENT": "inc-0123456789ab",
+            "VKBENCH_BISECT_ISSUE": "12"}
+TRUSTED_CASES = [
+    ("ab.sh", CONFIRM, "true"),                                                      # the nightly's confirmation
+    ("ab.sh", {**CONFIRM, "VKBENCH_AB_CONFIRM": ""}, "false"),                       # any other A/B of upstream
+    ("ab.sh", {**CONFIRM, "VKBENCH_AB_REPOSITORY": FORK}, "false"),                  # a fork's commits with confirm set
+    ("ab.sh", {**CONFIRM, "VKBENCH_AB_REPOSITORY": UPSTREAM + ".git"}, "false"),     # exactly the variable, nothing like it
+    ("ab.sh", {**CONFIRM, "VKBENCH_AB_REPOSITORY": UPSTREAM + "/x"}, "false"),
+    ("ab.sh", {**CONFIRM, "VKBENCH_VALKEY_REPOSITORY": FORK}, "false"),              # the variable names another repository
+    ("ab.sh", {**CONFIRM, "VKBENCH_VALKEY_REPOSITORY": FORK, "VKBENCH_AB_REPOSITORY": FORK}, "true"),
+    ("bisect.sh", INCIDENT, "true"),                                                 # the nightly's bisect of an incident
+    ("bisect.sh", {**INCIDENT, "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_ISSUE": ""}, "false"),   # a manual bisect
+    ("bisect.sh", {**INCIDENT, "VKBENCH_BISECT_INCIDENT": ""}, "false"),             # an issue to comment on only
+    ("bisect.sh", {**INCIDENT, "VKBENCH_BISECT_REPOSITORY": FORK}, "false"),
+    ("bisect.sh", {**INCIDENT, "VKBENCH_BISECT_REPOSITORY": "https://gitlab.com/valkey-io/valkey"}, "false"),
+]
+
+
+@pytest.mark.parametrize("script,overrides,trusted", TRUSTED_CASES, ids=[f"{s[:-3]}-{i}" for i, (s, _, _) in enumerate(TRUSTED_CASES)])
+def test_trusted_only_for_the_nightlys_follow_ups_of_the_trusted_repository(tmp_path, script, overrides, trusted):
+    """The `trusted` output (the environment without reviewers) is true only for a confirmation (ab)
+    or an incident's bisect (bisect) whose repository is exactly VKBENCH_VALKEY_REPOSITORY."""
+    proc = run_check(script, tmp_path, overrides)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "github_output").read_text() == f"trusted={trusted}\n"
 
 
 def dispatch_inputs(workflow: Path) -> dict:
@@ -245,7 +291,7 @@ def test_hostile_case_counts(tmp_path_factory, capsys):
     counts = {"benchmark.yml inputs (plan.sh)": len(CASES),
               **{f"{script.replace('.sh', '.yml')} inputs ({script} check)": sum(len(v) for v in SCRIPTS[script][2].values())
                  for script in SCRIPTS}}
-    minimum = {"benchmark.yml inputs (plan.sh)": 70, "ab.yml inputs (ab.sh check)": 90, "bisect.yml inputs (bisect.sh check)": 65}
+    minimum = {"benchmark.yml inputs (plan.sh)": 70, "ab.yml inputs (ab.sh check)": 100, "bisect.yml inputs (bisect.sh check)": 100}
     with capsys.disabled():
         print()
         for area, n in counts.items():

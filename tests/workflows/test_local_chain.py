@@ -13,10 +13,12 @@ neither is lost (vkbench publish retries a rejected push).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import random
 import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fake_github import FakeGitHub
+from github_api_standin import FakeGitHub
 from workflow_paths import REPO, WORKFLOWS
 
 CI = REPO / "tools" / "ci"
@@ -74,9 +76,10 @@ class Logs:
     def __init__(self) -> None:
         self.text = ""
 
-    def run(self, script: str, env: dict[str, str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(CI / script)], env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
-        self.text += f"\n$ {script}\n{proc.stdout}{proc.stderr}"
+    def run(self, script: str, env: dict[str, str], cwd: Path, check: bool = True,
+            args: list[str] | None = None) -> subprocess.CompletedProcess:
+        proc = subprocess.run([str(CI / script), *(args or [])], env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
+        self.text += f"\n$ {script} {' '.join(args or [])}\n{proc.stdout}{proc.stderr}"
         if check and proc.returncode != 0:
             pytest.fail(f"{script} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
         return proc
@@ -265,7 +268,7 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     assert all(" pip wheel " in steps[-1] for steps in (ab["inputs"], bisect["inputs"]))
     assert ab["ab"] == ["tools/setup.sh", "tools/ci/ab.sh run", "tools/ci/teardown.sh"]
     assert bisect["bisect"] == ["tools/setup.sh", "tools/ci/bisect.sh run", "tools/ci/teardown.sh"]
-    assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"] == ["tools/ci/bisect.sh comment"]
+    assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"][0] == "tools/ci/bisect.sh comment"
 
     good = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="unstable",
                 VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="", VKBENCH_MACHINE_CLASS="cloud-x86")
@@ -282,7 +285,19 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     assert proc.returncode == 0, proc.stderr
     argv = recorder.read_text().splitlines()
     assert argv[argv.index("--pr") + 1] == "1234" and argv[argv.index("--pr-head") + 1] == pinned["VKBENCH_AB_CANDIDATE"]
-    assert "--candidate" not in argv
+    assert "--candidate" not in argv and "--require-branch" not in argv      # a PR: the reviewer's gate
+    # The trusted path (the nightly's confirmation of upstream's commits, or the inputs job saying
+    # so): both commits must be on upstream's default branch, checked by vkbench before building.
+    confirm = {**good, "VKBENCH_AB_REPOSITORY": "https://github.com/valkey-io/valkey", "VKBENCH_AB_PR": "",
+               "VKBENCH_AB_BASE": "a" * 40, "VKBENCH_AB_CANDIDATE": "b" * 40, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab",
+               "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
+    for extra, branch in (({}, "unstable"), ({"VKBENCH_VALKEY_BRANCH": "main"}, "main"),
+                          ({"VKBENCH_AB_CONFIRM": "", "VKBENCH_AB_TRUSTED": "true"}, "unstable"),
+                          ({"VKBENCH_AB_CONFIRM": ""}, None)):
+        proc = _script("ab.sh", "run", {**confirm, **extra}, tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        argv = recorder.read_text().splitlines()
+        assert (argv[argv.index("--require-branch") + 1] if "--require-branch" in argv else None) == branch, (extra, argv)
     for bad in ({"VKBENCH_AB_REPOSITORY": "file:///etc"}, {"VKBENCH_AB_REPOSITORY": "https://evil.example/x/y"},
                 {"VKBENCH_AB_BASE": "--upload-pack=touch /tmp/x"}, {"VKBENCH_AB_BASE": "a..b"},
                 {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_CANDIDATE": "feature"},
@@ -294,6 +309,17 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
                       VKBENCH_BISECT_GOOD="c419524", VKBENCH_BISECT_BAD="unstable", VKBENCH_MACHINE_CLASS="cloud-x86")
     assert _script("bisect.sh", "check", bisect_env, tmp_path).returncode == 0
     assert _script("bisect.sh", "check", {**bisect_env, "VKBENCH_BISECT_ISSUE": "x"}, tmp_path).returncode == 2
+    # The nightly's bisect of an incident: the cell and --require-branch reach vkbench bisect.
+    incident_env = {**bisect_env, "VKBENCH_BISECT_REPOSITORY": "https://github.com/valkey-io/valkey",
+                    "VKBENCH_BISECT_INCIDENT": "0123456789ab", "VKBENCH_BISECT_ISSUE": "4",
+                    "VKBENCH_BISECT_CELL": '{"io_threads":4}', "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
+    assert _script("bisect.sh", "run", incident_env, tmp_path).returncode == 0
+    argv = recorder.read_text().splitlines()
+    assert argv[0] == "bisect" and argv[argv.index("--cell") + 1] == '{"io_threads":4}'
+    assert argv[argv.index("--require-branch") + 1] == "unstable"
+    assert _script("bisect.sh", "run", {**incident_env, "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_ISSUE": ""},
+                   tmp_path).returncode == 0
+    assert "--require-branch" not in recorder.read_text().splitlines()
 
     ab_dir = tmp_path / "ab"
     ab_dir.mkdir()
@@ -359,3 +385,117 @@ def test_confirm_dispatches_one_ab_per_waiting_candidate(tmp_path):
                       "confirm": "confirm-0123456789ab", "comment": "false"}
     assert "1 candidate(s) dispatched" in (tmp_path / "step_summary.md").read_text()
     assert FAKE_TOKEN not in proc.stdout + proc.stderr
+
+
+# -- the automatic bisect of a new incident ----------------------------------------------------------
+UPSTREAM = "https://github.com/valkey-io/valkey"
+
+
+def source_nights(dest: Path, nights: int = 14, drop_from: int = 8) -> tuple[Path, list[str]]:
+    """Result files of a nightly of upstream's unstable built from source (one commit a night),
+    20 % slower from night ``drop_from``: detection reports an incident between two commits."""
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "history"))
+    from factory import make_result, write_result
+
+    commits = [hashlib.sha1(f"night {n}".encode()).hexdigest() for n in range(nights)]
+    rng = random.Random(11)
+    for night, commit in enumerate(commits):
+        level = 0.8 if night >= drop_from else 1.0
+        result = make_result(run_id=f"gh-{1000 + night}", cell_id="io1", io_threads=1, spread=0.003, commit=commit,
+                             rps={"SET": 400_000 * level * (1 + rng.uniform(-0.004, 0.004))},
+                             timestamp=f"2026-10-{night + 1:02d}T02:17:00Z",
+                             workflow_run_url=f"https://github.com/{OWNER_REPO}/actions/runs/{1000 + night}")
+        result["subject"]["code"] = {"url": UPSTREAM, "commit": commit, "ref": "unstable"}
+        write_result(dest, result)
+    return dest, commits
+
+
+def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
+    """benchmark.yml: publish -> alert (opens the issue, writes what it did) -> dispatch-bisect (one
+    bisect.yml dispatch, REST, with the incident's commits, class, issue, id and cell); bisect.yml
+    with those inputs: the check says trusted, the (simulated) bisect's report is recorded by the
+    publish job (bisects.json, detect.json, the site), and the alert job comments and updates the
+    issue body with the culprit. Nothing is dispatched twice."""
+    scripts, bisect_jobs = workflow_scripts("benchmark.yml"), workflow_scripts("bisect.yml")
+    assert scripts["alert"][-1] == "tools/ci/alert.sh" and scripts["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
+    assert bisect_jobs["publish"][-1] == "tools/ci/bisect.sh record"
+    assert bisect_jobs["alert"][0] == "tools/ci/bisect.sh comment" and bisect_jobs["alert"][-1] == "tools/ci/alert.sh"
+    assert workflow_scripts("ab.yml")["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
+
+    logs = Logs()
+    env = base_env(tmp_path)
+    bare = bare_repo(tmp_path / "pages.git")
+    pages = dict(env, VKBENCH_PAGES_REPO=str(bare), VKBENCH_PAGES_BRANCH="gh-pages")
+    results, commits = source_nights(tmp_path / "results")
+    logs.run("publish.sh", dict(pages, VKBENCH_RESULTS_DIR=str(results), VKBENCH_SITE_OUT="site"), tmp_path)
+
+    actions = tmp_path / "vkbench-alert" / "actions.json"
+    with FakeGitHub() as api:
+        logs.run("alert.sh", dict(pages, VKBENCH_API_URL=api.url, GITHUB_TOKEN=FAKE_TOKEN, VKBENCH_ALERT_ACTIONS=str(actions)),
+                 tmp_path)
+        (created,) = [c for c in api.calls if c["method"] == "POST" and c["path"] == f"/repos/{OWNER_REPO}/issues"]
+        assert "culprit" not in created["body"]["body"]
+        api.calls.clear()
+        dispatch_env = dict(pages, GITHUB_TOKEN=FAKE_TOKEN, GH_TOKEN=FAKE_TOKEN, GITHUB_API_URL=api.url, GITHUB_REF_NAME="main",
+                            VKBENCH_ALERT_ACTIONS=str(actions))
+        logs.run("bisect.sh", dispatch_env, tmp_path, args=["dispatch"])
+        (dispatch,) = api.calls
+    (action,) = json.loads(actions.read_text())
+    assert action["kind"] == "create" and action["issue"] == 1
+    assert (dispatch["method"], dispatch["path"]) == ("POST", f"/repos/{OWNER_REPO}/actions/workflows/bisect.yml/dispatches")
+    assert dispatch["auth"] == f"Bearer {FAKE_TOKEN}" and dispatch["body"]["ref"] == "main"
+    inputs = dispatch["body"]["inputs"]
+    assert {k: v for k, v in inputs.items() if k != "cell"} == {
+        "repository": UPSTREAM, "good": commits[7], "bad": commits[8], "runner_class": "cloud-x86",
+        "incident_issue": "1", "incident": action["incident_id"]}
+    cell = json.loads(inputs["cell"])
+    assert cell["io_threads"] == 1 and cell["tests"] == ["set", "get"] and cell["server"] == "valkey:unstable"
+    assert "1 incident(s) dispatched to bisect.yml" in (tmp_path / "step_summary.md").read_text()
+
+    # bisect.yml's inputs job, with exactly what was dispatched: trusted (benchmark-nightly).
+    check_env = dict(base_env(tmp_path), GITHUB_OUTPUT=str(tmp_path / "check_output"), VKBENCH_BISECT_REPOSITORY=inputs["repository"],
+                     VKBENCH_BISECT_GOOD=inputs["good"], VKBENCH_BISECT_BAD=inputs["bad"], VKBENCH_BISECT_PRESET="ab",
+                     VKBENCH_BISECT_ISSUE=inputs["incident_issue"], VKBENCH_BISECT_INCIDENT=inputs["incident"],
+                     VKBENCH_BISECT_CELL=inputs["cell"], VKBENCH_MACHINE_CLASS=inputs["runner_class"])
+    logs.run("bisect.sh", check_env, tmp_path, args=["check"])
+    assert read_outputs(tmp_path / "check_output") == {"trusted": "true"}
+
+    # The bisect job's artifact (its real run is tests/sourcebuild's): the first bad commit is the culprit.
+    from vkbench.bisect import BisectReport, Step
+
+    out = tmp_path / "vkbench-bisect"
+    out.mkdir()
+    steps = [Step(commits[8], "night 8", -0.2, -0.22, -0.18, 0.02, 6, "reproduced", 50.0)]
+    report = BisectReport(UPSTREAM, commits[7], commits[8], "standalone io1 P16 c50 d3 / SET", 1, commits[8],
+                          "server: an extra loop in call()", -0.2, (-0.22, -0.18), steps, 51.0)
+    (out / "bisect.json").write_text(json.dumps(report.to_json()))
+    (out / "bisect.md").write_text(report.markdown())
+    run_url = f"https://github.com/{OWNER_REPO}/actions/runs/77"
+    record_env = dict(pages, GITHUB_TOKEN=FAKE_TOKEN, VKBENCH_BISECT_INCIDENT=inputs["incident"], VKBENCH_BISECT_DIR=str(out),
+                      VKBENCH_SITE_OUT="site", VKBENCH_WORKFLOW_RUN_URL=run_url)
+    logs.run("bisect.sh", record_env, tmp_path, args=["record"])
+    assert f"{inputs['incident']}: culprit `{commits[8][:12]}`" in (tmp_path / "step_summary.md").read_text()
+
+    branch = branch_checkout(bare, tmp_path / "check")
+    entry = json.loads((branch / "history" / "bisects.json").read_text())["bisects"][inputs["incident"]]
+    assert entry["culprit"] == commits[8] and entry["workflow_run_url"] == run_url and len(entry["steps"]) == 1
+    (incident,) = [i for i in json.loads((branch / "history" / "detect.json").read_text())["incidents"]
+                   if i["id"] == inputs["incident"]]
+    assert incident["bisect"]["culprit"] == commits[8] and incident["bisect"]["effect"] == -0.2
+    (shown,) = [i for i in json.loads((branch / "site" / "data" / "detect.json").read_text())["incidents"]
+                if i["id"] == inputs["incident"]]
+    assert shown["bisect"]["culprit_url"] == f"{UPSTREAM}/commit/{commits[8]}"
+
+    # bisect.yml's alert job: the comment, then the issue body with the culprit; dispatch again: nothing.
+    with FakeGitHub() as api:
+        comment_env = dict(pages, GH_TOKEN=FAKE_TOKEN, GITHUB_API_URL=api.url, VKBENCH_BISECT_ISSUE="1", VKBENCH_BISECT_DIR=str(out))
+        logs.run("bisect.sh", comment_env, tmp_path, args=["comment"])
+        logs.run("alert.sh", dict(pages, VKBENCH_API_URL=api.url, GITHUB_TOKEN=FAKE_TOKEN), tmp_path)
+        comment, body = api.calls[0], next(c for c in api.calls if c["method"] == "POST" and c["path"].endswith("/issues"))
+        api.calls.clear()
+        logs.run("bisect.sh", dict(dispatch_env, GITHUB_API_URL=api.url), tmp_path, args=["dispatch"])
+        assert api.calls == []
+    assert comment["path"] == f"/repos/{OWNER_REPO}/issues/1/comments" and "**Culprit:**" in comment["body"]["body"]
+    assert f"**culprit** ([bisect]({run_url}) (1 A/B step)): [`{commits[8][:10]}`]({UPSTREAM}/commit/{commits[8]})" in body["body"]["body"]
+    assert f"{inputs['incident']}: already bisected" in (tmp_path / "step_summary.md").read_text()
+    assert FAKE_TOKEN not in logs.text

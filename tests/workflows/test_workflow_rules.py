@@ -34,6 +34,9 @@ def test_repository_workflows_break_no_rule():
         ("self_hosted_timeout", "self-hosted-timeout"),
         ("fail_fast", "fail-fast"),
         ("runner_concurrency", "runner-concurrency"),
+        ("self_hosted_environment", "self-hosted-environment"),
+        ("trusted_environment", "trusted-environment"),
+        ("trusted_environment_output", "trusted-environment"),
     ],
 )
 def test_each_rule_reports_its_broken_fixture(fixture, rule):
@@ -49,6 +52,7 @@ def test_every_fixture_directory_is_tested():
         "pinned_tag", "pinned_no_comment", "permissions_missing", "write_scope_wrong_job",
         "self_hosted_pr_unguarded", "self_hosted_pr_via_call", "run_interpolation",
         "persist_credentials", "self_hosted_timeout", "fail_fast", "runner_concurrency",
+        "self_hosted_environment", "trusted_environment", "trusted_environment_output",
     }
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == tested
 
@@ -119,3 +123,55 @@ def test_dispatch_form_docs_cover_every_input():
     for name in inputs:
         assert f"`{name}`" in guide, f"docs/workflows.md does not explain the {name} input"
         assert f"> {name}<" in form or f" {name}</text>" in form, f"dispatch-form.svg has no note for {name}"
+
+
+# -- trusted follow-ups (ab.yml, bisect.yml) and the automatic bisect's dispatch --------------------
+
+def test_trusted_environment_only_where_the_inputs_job_says_trusted():
+    """ab.yml's and bisect.yml's self-hosted job runs without a reviewer only when its hosted
+    `inputs` job's check step outputs trusted=true; the nightly's bench job only on a schedule.
+    Every other self-hosted job waits for a reviewer of `benchmark`."""
+    from workflow_rules import INPUTS_CHOICE, SCHEDULE_CHOICE, is_self_hosted
+
+    workflows = load_dir(WORKFLOWS)
+    choices = {}
+    for wf in workflows.values():
+        for job_id, job in wf.jobs.items():
+            if is_self_hosted(job):
+                choices[f"{wf.name}:{job_id}"] = job.get("environment")
+    assert choices == {"benchmark.yml:bench": SCHEDULE_CHOICE, "ab.yml:ab": INPUTS_CHOICE,
+                       "bisect.yml:bisect": INPUTS_CHOICE}, choices
+    for name, script in (("ab.yml", "tools/ci/ab.sh check"), ("bisect.yml", "tools/ci/bisect.sh check")):
+        inputs = workflows[name].jobs["inputs"]
+        assert inputs["runs-on"] == "ubuntu-latest" and inputs["outputs"] == {"trusted": "${{ steps.check.outputs.trusted }}"}
+        (step,) = [s for s in inputs["steps"] if s.get("id") == "check"]
+        assert step["run"] == script
+        # The check sees the trusted repository; the job that runs the code is told the verdict
+        # (and checks the commits are on that repository's branch before building).
+        assert step["env"]["VKBENCH_VALKEY_REPOSITORY"] == "${{ vars.VKBENCH_VALKEY_REPOSITORY }}"
+    ab_env = next(s for s in workflows["ab.yml"].jobs["ab"]["steps"] if s.get("run") == "tools/ci/ab.sh run")["env"]
+    bisect_env = next(s for s in workflows["bisect.yml"].jobs["bisect"]["steps"] if s.get("run") == "tools/ci/bisect.sh run")["env"]
+    assert ab_env["VKBENCH_AB_TRUSTED"] == bisect_env["VKBENCH_BISECT_TRUSTED"] == "${{ needs.inputs.outputs.trusted }}"
+
+
+def test_the_bisect_dispatch_job_holds_least_privilege():
+    """benchmark.yml (and ab.yml, for the incident a confirmation opens) dispatch bisects from a job
+    of its own: actions: write and contents: read, nothing else; alert keeps issues: write only.
+    What alert did reaches it as an artifact; the only other job with actions: write is confirm."""
+    for name in ("benchmark.yml", "ab.yml"):
+        jobs = load_dir(WORKFLOWS)[name].jobs
+        job = jobs["dispatch-bisect"]
+        assert job["permissions"] == {"contents": "read", "actions": "write"}, name
+        assert job["needs"] == "alert" and job["runs-on"] == "ubuntu-latest"
+        assert [s["run"] for s in job["steps"] if "run" in s][-1] == "tools/ci/bisect.sh dispatch"
+        assert jobs["alert"]["permissions"] == {"contents": "read", "issues": "write"}, name
+        uploads = [s for s in jobs["alert"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+        downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+        assert [u["with"]["name"] for u in uploads] == ["vkbench-alert"] and "vkbench-alert" in [d["with"]["name"] for d in downloads]
+        holders = {job_id for job_id, j in jobs.items() if (j.get("permissions") or {}).get("actions") == "write"}
+        assert holders == ({"confirm", "dispatch-bisect"} if name == "benchmark.yml" else {"dispatch-bisect"}), holders
+    bisect = load_dir(WORKFLOWS)["bisect.yml"].jobs
+    # The culprit is recorded by a hosted job of its own (the only one with contents: write), on the
+    # trusted path only; the self-hosted bisect job holds nothing but contents: read.
+    assert bisect["publish"]["permissions"] == {"contents": "write"} and bisect["bisect"]["permissions"] == {"contents": "read"}
+    assert "needs.inputs.outputs.trusted == 'true'" in bisect["publish"]["if"]

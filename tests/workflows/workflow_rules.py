@@ -19,6 +19,11 @@ Rules (the ``rule`` field of a violation):
 - ``fail-fast``          a self-hosted matrix job without ``strategy.fail-fast: false``
 - ``runner-concurrency`` a self-hosted job whose concurrency group is not keyed by its runner
                          class, or that cancels a run in progress
+- ``self-hosted-environment`` a self-hosted job without an environment (the reviewers' gate;
+                         a job reachable from pull requests is ``self-hosted-pr``'s)
+- ``trusted-environment`` a job whose environment can be ``benchmark-nightly`` (no reviewers)
+                         chosen by anything but a schedule or the ``trusted`` output of its own
+                         workflow's GitHub-hosted ``inputs`` job, set by a tools/ci check script
 """
 
 from __future__ import annotations
@@ -31,7 +36,16 @@ from typing import Any
 import yaml
 
 #: The only jobs (by id) that may hold each write scope.
-ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"}, "actions": {"confirm"}}
+ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"},
+                 "actions": {"confirm", "dispatch-bisect"}}
+#: The environment without required reviewers, and the only expressions that may choose it (else
+#: `benchmark`): a schedule (the default branch's own workflow), or the verdict of the workflow's
+#: hosted `inputs` job (ab.yml, bisect.yml: a follow-up of the nightly on merged commits).
+TRUSTED_ENVIRONMENT = "benchmark-nightly"
+SCHEDULE_CHOICE = "${{ github.event_name == 'schedule' && 'benchmark-nightly' || 'benchmark' }}"
+INPUTS_CHOICE = "${{ needs.inputs.outputs.trusted == 'true' && 'benchmark-nightly' || 'benchmark' }}"
+_TRUSTED_OUTPUT = re.compile(r"^\$\{\{\s*steps\.([\w-]+)\.outputs\.trusted\s*\}\}$")
+_CHECK_SCRIPT = re.compile(r"^tools/ci/[\w-]+\.sh check$")
 #: Runner labels that mean a self-hosted benchmark machine even without the `self-hosted` label.
 SELF_HOSTED_CLASSES = {"pi-cm4", "cloud-x86", "cloud-arm64"}
 PR_EVENTS = {"pull_request", "pull_request_target"}
@@ -100,7 +114,8 @@ def check_dir(path: Path) -> list[Violation]:
         for job_id, job in wf.jobs.items():
             out += _check_run_interpolation(wf, job_id, job)
             out += _check_checkout_credentials(wf, job_id, job)
-            if _is_self_hosted(job):
+            out += _check_trusted_environment(wf, job_id, job)
+            if is_self_hosted(job):
                 out += _check_self_hosted(wf, job_id, job, workflows, callers)
     return out
 
@@ -145,7 +160,7 @@ def _runs_on_labels(job: dict) -> list[str]:
     return []
 
 
-def _is_self_hosted(job: dict) -> bool:
+def is_self_hosted(job: dict) -> bool:
     labels = _runs_on_labels(job)
     return "self-hosted" in labels or bool(SELF_HOSTED_CLASSES & set(labels))
 
@@ -286,4 +301,42 @@ def _check_self_hosted(wf: Workflow, job_id: str, job: dict, workflows, callers)
         if not job.get("environment"):
             out.append(Violation("self-hosted-pr", wf.name, job_id,
                                  f"reachable from {sorted(events & PR_EVENTS)} without an environment (required reviewers)"))
+    elif not _environment_name(job):
+        out.append(Violation("self-hosted-environment", wf.name, job_id,
+                             "self-hosted job without an environment: nothing holds it for a reviewer"))
     return out
+
+
+def _environment_name(job: dict) -> str:
+    env = job.get("environment")
+    if isinstance(env, dict):
+        env = env.get("name")
+    return "" if env is None else str(env)
+
+
+def _check_trusted_environment(wf: Workflow, job_id: str, job: dict) -> list[Violation]:
+    name = _environment_name(job)
+    if TRUSTED_ENVIRONMENT not in name:
+        return []
+    choice = " ".join(name.split())
+    if choice == SCHEDULE_CHOICE:
+        return []
+
+    def violation(why: str) -> list[Violation]:
+        return [Violation("trusted-environment", wf.name, job_id, f"environment {name!r}: {why}")]
+
+    if choice != INPUTS_CHOICE:
+        return violation(f"{TRUSTED_ENVIRONMENT} (no reviewers) may only be chosen by a schedule or by the "
+                         "`inputs` job's trusted output")
+    needs = job.get("needs")
+    needs = [needs] if isinstance(needs, str) else list(needs or [])
+    inputs = wf.jobs.get("inputs")
+    if "inputs" not in needs or not isinstance(inputs, dict):
+        return violation("the job does not need this workflow's `inputs` job")
+    if is_self_hosted(inputs):
+        return violation("the `inputs` job that decides runs on a self-hosted runner")
+    match = _TRUSTED_OUTPUT.match(str((inputs.get("outputs") or {}).get("trusted", "")).strip())
+    step = next((st for st in _steps(inputs) if match and st.get("id") == match.group(1)), None)
+    if step is None or not _CHECK_SCRIPT.match(str(step.get("run", "")).strip()):
+        return violation("the `inputs` job's trusted output is not the output of its tools/ci check step")
+    return []

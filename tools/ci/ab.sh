@@ -13,6 +13,9 @@
 #   VKBENCH_AB_PRESET      cells (default ab); VKBENCH_AB_MAX_ROUNDS (default 20)
 #   VKBENCH_AB_CELL        one cell (JSON) instead of the preset; VKBENCH_AB_CONFIRM a candidate id
 #   VKBENCH_MACHINE_CLASS  the runner class; VKBENCH_AB_DIR output (default vkbench-ab)
+#   VKBENCH_VALKEY_REPOSITORY / _BRANCH  the trusted repository and its branch (lib.sh; repository
+#                          variables): check outputs trusted=true for a confirmation of it, and
+#                          run then passes --require-branch (also when VKBENCH_AB_TRUSTED=true)
 #
 # The inputs come from a dispatch form: they are checked against strict patterns and passed to
 # vkbench as separate arguments, never through a shell string. No secret is in this job's env.
@@ -46,21 +49,26 @@ confirm="${VKBENCH_AB_CONFIRM:-}"
 # A confirmation's verdict goes into the history: never from a pull request's code.
 [[ -z "$confirm" || -z "$pr" ]] || fail "confirm is for the nightly's own candidates, never a pull request"
 cell="${VKBENCH_AB_CELL:-}"
-(( ${#cell} <= 2000 )) || fail "cell is too long (at most 2000 characters)"
-# One line of JSON in a plain alphabet (its content is validated by vkbench, exit 2): no shell
-# or workflow-command characters ($, backquote, single quote, ;, |, &, <, >, backslash, newline).
-cell_re='^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$'
-[[ -z "$cell" || "$cell" =~ $cell_re ]] \
-  || fail "cell must be one line of JSON: letters, digits, spaces and \" { } [ ] : , . _ + = / @ -"
+ci_check_cell cell "$cell" || exit 2
 if [[ ! "$max_rounds" =~ ^[0-9]{1,3}$ ]] || (( max_rounds < 4 || max_rounds > 200 )); then
   fail "max_rounds must be 4..200"
 fi
 # runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
 ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
+# The nightly's own confirmation of two commits of the trusted repository runs like the nightly
+# (environment benchmark-nightly, no reviewer), once `vkbench ab --require-branch` has checked
+# that both are merged; anything else waits for a reviewer of `benchmark` (docs/security.md).
+ci_trusted_source || exit 2
+trusted=false
+ci_trusted_followup "$repo" "$confirm" && trusted=true
 
 case "$mode" in
   check)
     ci_untrusted_log "A/B of ${repo}: base ${base}, candidate ${pr:+pull request #${pr} }${cand}"
+    if [[ "$trusted" == true ]]; then
+      echo "trusted: a confirmation of two commits of the nightly's repository (checked on its branch before building)"
+    fi
+    ci_output trusted "$trusted"
     exit 0 ;;
   run) ;;
   *) ci_error "A/B" "usage: tools/ci/ab.sh check|run"; exit 2 ;;
@@ -77,5 +85,10 @@ else
   args+=(--candidate "$cand")
 fi
 [[ -n "$cell" ]] && args+=(--cell "$cell")
+# The inputs job chose the environment from the same inputs (VKBENCH_AB_TRUSTED, its output):
+# either one saying "trusted" means both commits must be on the trusted repository's branch.
+if [[ "$trusted" == true || "${VKBENCH_AB_TRUSTED:-false}" == true ]]; then
+  args+=(--require-branch "$CI_TRUSTED_BRANCH")
+fi
 # vkbench ab appends its table to $GITHUB_STEP_SUMMARY itself.
 "$VKBENCH" "${args[@]}"

@@ -7,6 +7,8 @@
 #   VKBENCH_API_URL               default $GITHUB_API_URL (the local chain test points it at a fake)
 #   VKBENCH_PAGES_REPO/_BRANCH    where the history is (see lib.sh)
 #   VKBENCH_FAIL_ON_REGRESSION    "true": fail the job while a regression is open
+#   VKBENCH_ALERT_ACTIONS         also write what was done (vkbench alert --actions-out) to this
+#                                 file: the next job dispatches bisects of the issues opened
 set -euo pipefail
 # shellcheck source=tools/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -26,6 +28,7 @@ api="${VKBENCH_API_URL:-${GITHUB_API_URL:-}}"
 [[ -n "$api" ]] && args+=(--api-url "$api")
 [[ -n "${GITHUB_SERVER_URL:-}" ]] && args+=(--server-url "$GITHUB_SERVER_URL")
 [[ "${VKBENCH_FAIL_ON_REGRESSION:-false}" == "true" ]] && args+=(--fail-on regression)
+[[ -n "${VKBENCH_ALERT_ACTIONS:-}" ]] && args+=(--actions-out "$VKBENCH_ALERT_ACTIONS")
 
 status=0
 output="$("$VKBENCH" "${args[@]}")" || status=$?

@@ -56,22 +56,11 @@ PY
     [[ "$id" =~ ^confirm-[0-9a-f]{12}$ ]] || { ci_error "confirm" "VKBENCH_CONFIRM_ID must be confirm-<12 hex>"; exit 2; }
     ab="${VKBENCH_AB_DIR:-vkbench-ab}/ab.json"
     [[ -s "$ab" ]] || { ci_error "confirm" "no ab.json: the A/B failed, the candidate stays waiting"; exit 1; }
-    remote="$(ci_pages_remote)"
-    branch="${VKBENCH_PAGES_BRANCH:-gh-pages}"
-    for attempt in 1 2 3 4 5; do
-      ci_clone_pages "$work/pages"
-      out="$("$VKBENCH" confirm --history "$work/pages/history" --id "$id" --ab "$ab")"
-      git -C "$work/pages" add -A history
-      git -C "$work/pages" -c user.name="vkbench" -c user.email="vkbench@users.noreply.github.com" \
-        commit -q --no-verify -m "confirm ${id}" || { echo "$out"; exit 0; }
-      if git -C "$work/pages" push -q "$remote" "HEAD:${branch}"; then
-        printf '## Confirmation\n\n%s\n' "$out" | ci_summary
-        exit 0
-      fi
-      ci_warning "confirm" "push rejected (attempt ${attempt}); retrying on the new ${branch}"
-      sleep $((attempt * 3))
-    done
-    ci_error "confirm" "could not push the confirmation after 5 attempts"
-    exit 8 ;;
+    args=(confirm --history "$work/pages/history" --id "$id" --ab "$ab")
+    # Detection honours the known changes recorded in the repository, as publish does (without
+    # them a silenced incident would come back unsilenced and get an issue).
+    [[ -f "$CI_REPO_ROOT/results/annotations.yaml" ]] && args+=(--annotations "$CI_REPO_ROOT/results/annotations.yaml")
+    ci_record_in_history "$work/pages" "confirm ${id}" "Confirmation" "$VKBENCH" "${args[@]}"
+    exit 0 ;;
   *) ci_error "confirm" "usage: tools/ci/confirm.sh dispatch|record"; exit 2 ;;
 esac

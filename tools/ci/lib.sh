@@ -201,3 +201,81 @@ ci_check_runner_class() {
     return 2
   fi
 }
+
+# ci_check_cell NAME VALUE: empty, or one cell as one line of JSON in a plain alphabet (its content
+# is validated by vkbench, exit 2): no shell or workflow-command characters ($, backquote, single
+# quote, ;, |, &, <, >, backslash, newline). Else an ::error:: and status 2.
+ci_check_cell() {
+  local name="$1" value="$2" LC_ALL=C
+  local cell_re='^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$'
+  if (( ${#value} > 2000 )); then
+    ci_error "Invalid input ${name}" "${name} is too long (at most 2000 characters)"
+    return 2
+  fi
+  if [[ -n "$value" && ! "$value" =~ $cell_re ]]; then
+    ci_error "Invalid input ${name}" "${name} must be one line of JSON: letters, digits, spaces and \" { } [ ] : , . _ + = / @ -"
+    return 2
+  fi
+}
+
+# The repository whose commits the nightly benchmarks (its source builds), and its default
+# branch: the repository variables VKBENCH_VALKEY_REPOSITORY and VKBENCH_VALKEY_BRANCH, else
+# upstream's. Its merged commits are trusted like the nightly itself: a confirmation A/B or an
+# incident's bisect of two of them runs in `benchmark-nightly` (no reviewer), after
+# `vkbench ab/bisect --require-branch` checked both are on that branch (docs/security.md).
+CI_DEFAULT_VALKEY_REPOSITORY="https://github.com/valkey-io/valkey"
+CI_DEFAULT_VALKEY_BRANCH="unstable"
+
+# ci_trusted_source: set CI_TRUSTED_REPOSITORY and CI_TRUSTED_BRANCH from those variables; an
+# ::error:: and status 2 when the repository is not an https URL of a github.com or gitlab.com
+# repository or the branch not a plain branch name.
+ci_trusted_source() {
+  local repo="${VKBENCH_VALKEY_REPOSITORY:-$CI_DEFAULT_VALKEY_REPOSITORY}"
+  local branch="${VKBENCH_VALKEY_BRANCH:-$CI_DEFAULT_VALKEY_BRANCH}" LC_ALL=C
+  if [[ ${#repo} -gt 200 || ! "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]]; then
+    ci_error "Invalid variable VKBENCH_VALKEY_REPOSITORY" "must be the https URL of a github.com or gitlab.com repository"
+    return 2
+  fi
+  if [[ ! "$branch" =~ ^[A-Za-z0-9_][A-Za-z0-9._/-]{0,99}$ || "$branch" == *..* || "$branch" == refs/* ]]; then
+    ci_error "Invalid variable VKBENCH_VALKEY_BRANCH" "must be a branch name, e.g. unstable"
+    return 2
+  fi
+  CI_TRUSTED_REPOSITORY="$repo"
+  # shellcheck disable=SC2034 # read by the scripts that source this file (ab.sh, bisect.sh)
+  CI_TRUSTED_BRANCH="$branch"
+}
+
+# ci_trusted_followup REPOSITORY MARKER: status 0 when MARKER (a confirmation or incident id the
+# nightly sets) is non-empty and REPOSITORY is exactly the trusted repository (ci_trusted_source
+# first), else 1. The callers have already refused a pull request number together with MARKER.
+ci_trusted_followup() {
+  [[ -n "$2" && -n "${CI_TRUSTED_REPOSITORY:-}" && "$1" == "$CI_TRUSTED_REPOSITORY" ]]
+}
+
+# ci_record_in_history PAGES MESSAGE TITLE CMD...: clone the pages branch into PAGES, run CMD
+# (which writes into PAGES/history), commit what changed with MESSAGE and push; a push rejected
+# by a concurrent writer is retried on the new branch tip (5 attempts, then status 8). CMD's
+# output goes to the job summary under TITLE. Nothing changed: no commit, status 0.
+ci_record_in_history() {
+  local pages="$1" message="$2" title="$3" remote branch="${VKBENCH_PAGES_BRANCH:-gh-pages}" out attempt
+  shift 3
+  remote="$(ci_pages_remote)" || return 1
+  for attempt in 1 2 3 4 5; do
+    ci_clone_pages "$pages"
+    out="$("$@")" || return $?
+    git -C "$pages" add -A
+    if ! git -C "$pages" -c user.name="vkbench" -c user.email="vkbench@users.noreply.github.com" \
+      commit -q --no-verify -m "$message"; then
+      printf '%s\n' "$out"
+      return 0
+    fi
+    if git -C "$pages" push -q "$remote" "HEAD:${branch}"; then
+      printf '## %s\n\n%s\n' "$title" "$out" | ci_summary
+      return 0
+    fi
+    ci_warning "$title" "push rejected (attempt ${attempt}); retrying on the new ${branch}"
+    sleep $((attempt * 3))
+  done
+  ci_error "$title" "could not push after 5 attempts"
+  return 8
+}

@@ -43,6 +43,27 @@ def build_warning(good: dict, bad: dict) -> str | None:
     return None
 
 
+def bisect_line(bisect: dict) -> str:
+    """The incident's bisect (detect/bisects.py): the culprit commit, linked to the repository it
+    was built from, its subject, effect and interval; or why there is none."""
+    steps = f"{bisect.get('steps')} A/B step{'s' if bisect.get('steps') != 1 else ''}"
+    run = bisect.get("workflow_run_url")
+    done = md.link(md.text("bisect"), run) + f" ({steps})"
+    culprit = md.commit(bisect.get("culprit"))
+    if not bisect.get("reproduced") or not culprit:
+        return f"{done}: the regression did not reproduce in an A/B of the two ends; no culprit named"
+    link = md.link(md.code(culprit[:10]), repolinks.commit_url(bisect.get("repository"), culprit))
+    text = f"**culprit** ({done}): {link}"
+    if bisect.get("culprit_subject"):
+        text += f" {md.text(bisect['culprit_subject'])}"
+    if isinstance(bisect.get("effect"), (int, float)):
+        text += f": {bisect['effect']:+.1%} on {md.text(bisect.get('measure') or '?')}"
+        low, high = bisect.get("ci_low"), bisect.get("ci_high")
+        if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+            text += f" (95% interval {low:+.1%} .. {high:+.1%})"
+    return text
+
+
 def run_link(ref: dict) -> str:
     text = md.link(md.code(ref.get("run_id", "?")), ref.get("workflow_run_url"))
     bits = [md.text(b) for b in (ref.get("version"), (md.commit(ref.get("commit")) or "")[:7] or None,
@@ -78,6 +99,8 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     warning = build_warning(incident["good"], incident["bad"])
     if warning:
         lines.append(f"- ⚠️ {md.text(warning)}")
+    if incident.get("bisect"):
+        lines.append(f"- {bisect_line(incident['bisect'])}")
     if incident.get("annotation"):
         lines.append(f"- annotation: {md.text(incident['annotation'].get('action'))}: {md.text(incident['annotation'].get('reason'))}")
     lines.append("")

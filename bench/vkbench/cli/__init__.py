@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "ab": ("ab", "ab_cmd", "A/B two commits of a Valkey repository: build both, run interleaved, compare."),
     "confirm": ("confirm", "confirm_cmd", "Record a confirmation A/B's verdict on a detection candidate."),
     "bisect": ("bisect", "bisect_cmd", "Find the commit of a regression between a good and a bad commit."),
+    "bisect-requests": ("bisect_requests", "bisect_requests_cmd", "Choose the new incidents to bisect; write their dispatch bodies."),
+    "bisect-record": ("bisect_record", "bisect_record_cmd", "Record a bisect's culprit under its incident in the history."),
     "demo": ("demo", "demo_cmd", "The README's main job: setup check, smoke matrix, history, detection, site."),
 }
 

@@ -23,6 +23,8 @@ from .console import make_console
 @click.option("--pr", type=int, default=None, help="Pull request number of --repo: the candidate is its head.")
 @click.option("--pr-head", default=None, metavar="SHA",
               help="With --pr: the head commit that was approved; refuse to run if the pull request moved since.")
+@click.option("--require-branch", default=None, metavar="BRANCH",
+              help="Refuse, before building, unless both commits are on BRANCH of --repo (its tip or an ancestor).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Matrix whose cells both sides run.")
 @click.option("--cell", "cells", multiple=True, help="One cell (JSON, as `vkbench run --cell`) instead of --preset.")
 @click.option("--requests", type=int, default=None, help="Override the request count of every cell.")
@@ -35,7 +37,7 @@ from .console import make_console
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--summary/--no-summary", default=True, show_default=True,
               help="Also append the table to $GITHUB_STEP_SUMMARY when it is set.")
-def ab_cmd(url, base, candidate, pr, pr_head, preset, cells, requests, min_rounds, max_rounds, target_mde, backend,
+def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, requests, min_rounds, max_rounds, target_mde, backend,
            machine_class, out_dir, fmt, summary) -> None:
     """Build BASE and CANDIDATE of a Valkey repository from source, run the same cells interleaved
     (ABAB...) with enough rounds for the target MDE at this machine's noise, and print the table."""
@@ -49,7 +51,7 @@ def ab_cmd(url, base, candidate, pr, pr_head, preset, cells, requests, min_round
         base=base, candidate=candidate or pr_ref(url, pr), url=url, preset=preset,
         cells=[cell_from_arg(c) for c in cells] or None, out_dir=out_dir, backend=backend, target_mde=target_mde,
         min_rounds=min_rounds, max_rounds=max_rounds, requests=requests, machine_class=machine_class,
-        expect_candidate=pr_head,
+        expect_candidate=pr_head, require_branch=require_branch,
     )
     console = make_console(stderr=True)
     report = run_ab(options, progress=lambda text: console.print(text))

@@ -23,7 +23,10 @@ from ..errors import AlertError
 @click.option("--detect/--no-detect", "run_detect", default=False, help="Run detection first instead of reading detect.json.")
 @click.option("--annotations", type=click.Path(dir_okay=False, path_type=Path), help="Annotations YAML (with --detect).")
 @click.option("--json", "as_json", is_flag=True, help="Print the actions as JSON.")
-def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, fail_on, dry_run, run_detect, annotations, as_json):
+@click.option("--actions-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the actions as JSON (what --json prints) to this file, for a later job (bisects).")
+def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, fail_on, dry_run, run_detect, annotations, as_json,
+              actions_out):
     """Open, update or close one GitHub issue per regression incident of detect.json."""
     from ..alerts.github import GitHubClient
     from ..alerts.issues import sync_issues
@@ -45,6 +48,10 @@ def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, f
         raise AlertError(f"no token in ${token_env}", hint=f"export {token_env} (workflow: env: {token_env}: ${{{{ secrets.GITHUB_TOKEN }}}}) or use --dry-run")
     client = GitHubClient(repo, token, api_url=api_url)
     actions = sync_issues(detection, client, dry_run=dry_run, server_url=server_url, commits_repo=commits_repo)
+    if actions_out is not None:
+        from ..history.store import write_json
+
+        write_json(actions_out, [a.to_dict() for a in actions], indent=1)
     if as_json:
         click.echo(json.dumps([a.to_dict() for a in actions], indent=1))
     else:

@@ -19,6 +19,8 @@ from .console import make_console
 @click.option("--repo", "url", default=None, help="Valkey repository URL [default: $VKBENCH_VALKEY_GIT_URL or upstream].")
 @click.option("--good", required=True, help="A commit (or ref) without the regression.")
 @click.option("--bad", required=True, help="A later commit (or ref) with it.")
+@click.option("--require-branch", default=None, metavar="BRANCH",
+              help="Refuse, before building, unless GOOD and BAD are on BRANCH of --repo (its tip or an ancestor).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Matrix whose cells each A/B runs.")
 @click.option("--cell", "cells", multiple=True, help="One cell (JSON, as `vkbench run --cell`) instead of --preset.")
 @click.option("--requests", type=int, default=None, help="Override the request count of every cell.")
@@ -28,14 +30,14 @@ from .console import make_console
 @click.option("--machine-class", default=None)
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-bisect"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
-def bisect_cmd(url, good, bad, preset, cells, requests, min_rounds, max_rounds, target_mde, machine_class, out_dir,
+def bisect_cmd(url, good, bad, require_branch, preset, cells, requests, min_rounds, max_rounds, target_mde, machine_class, out_dir,
                fmt) -> None:
     """A/B GOOD vs BAD (the regression must reproduce), then build and A/B midpoints against GOOD
     until one commit remains; print the culprit, its effect and every step."""
     url = url or source_build.repo_url()
     template = ABOptions(base=good, candidate=bad, url=url, preset=preset, cells=[cell_from_arg(c) for c in cells] or None,
                          min_rounds=min_rounds, max_rounds=max_rounds, target_mde=target_mde, requests=requests,
-                         machine_class=machine_class, trigger="bisect")
+                         machine_class=machine_class, trigger="bisect", require_branch=require_branch)
     console = make_console(stderr=True)
     report = run_bisect(url, good, bad, template, out_dir, progress=lambda text: console.print(text))
     text = report.markdown()

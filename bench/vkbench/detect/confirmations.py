@@ -81,16 +81,16 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
             rid = _request_id(machine, good, bad)
             entry = requests.setdefault(rid, {
                 "id": rid, "machine_class": machine, "repository": bad["repository"],
-                "good": _ref(good), "bad": _ref(bad), "series": [], "magnitude": 0.0, "cell": _cell(dims),
+                "good": _ref(good), "bad": _ref(bad), "series": [], "magnitude": 0.0, "cell": series_cell(dims),
             })
             entry["series"].append({"series_id": sid, "metric": metric, "magnitude": round(cand.magnitude, 5),
                                     "after": cand.after})
             if metric == "rps" and cand.magnitude < entry["magnitude"]:
-                entry["magnitude"], entry["cell"] = round(cand.magnitude, 5), _cell(dims)
+                entry["magnitude"], entry["cell"] = round(cand.magnitude, 5), series_cell(dims)
     return sorted(requests.values(), key=lambda r: r["id"])
 
 
-def _cell(dims: dict) -> dict:
+def series_cell(dims: dict) -> dict:
     """The cell of a series, as ``vkbench ab --cell`` takes it (one repetition per round)."""
     keep = ("topology", "io_threads", "tool", "tests", "pipeline", "clients", "data_size", "keyspace", "requests",
             "duration", "warmup", "preload", "read_from", "extra_server_args", "client_threads")

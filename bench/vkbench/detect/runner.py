@@ -72,6 +72,10 @@ def run_detection(
     recorded = confirmations.load(store)["confirmations"]
     incidents, waiting = confirmations.apply(incidents, requests, recorded, change_points=change_points,
                                              annotations=entries)
+    # An incident bisected since (bisect.yml) carries its culprit (detect/bisects.py).
+    from . import bisects
+
+    bisects.attach(incidents, bisects.load(store)["bisects"])
     attach_profile_diffs(store.path, incidents, store.read_series, series_index)
     return_doc: dict[str, Any] = {
         "generated": utc_now(),

@@ -61,6 +61,10 @@ def _list_of(check: Check) -> Check:
     return lambda value: isinstance(value, list) and all(check(v) for v in value)
 
 
+def _hex_commit(value: Any) -> bool:
+    return isinstance(value, str) and 7 <= len(value) <= 64 and all(c in "0123456789abcdef" for c in value)
+
+
 def _dict(value: Any) -> bool:
     return isinstance(value, dict)
 
@@ -91,6 +95,11 @@ _CHANGE_POINT_ALERTS = ("direction", "magnitude", "p_value", "level_before", "le
 _PROFILE_ROW = {"function": _str, "before_self": _number, "after_self": _number, "self_delta": _number,
                 "before_total": _number, "after_total": _number, "total_delta": _number}
 
+#: An incident's bisect (detect/bisects.py attach): what the issue bodies and the site show of it.
+_BISECT = {"culprit": _opt_str, "culprit_subject": _opt_str, "effect": _opt_number, "ci_low": _opt_number,
+           "ci_high": _opt_number, "measure": _opt_str, "reproduced": _bool, "steps": _count,
+           "repository": _opt_str, "workflow_run_url": _opt_str}
+
 _INCIDENT = {
     "id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"), "title": (_str, "a string"),
     "status": (_one_of("open", "closed"), "open or closed"), "direction": (_DIRECTION, "regression or improvement"),
@@ -101,6 +110,9 @@ _INCIDENT = {
     "profile_diff": (lambda v: isinstance(v, dict) and isinstance(v.get("rows"), list) and all(
         isinstance(r, dict) and set(r) == set(_PROFILE_ROW) and all(c(r[k]) for k, c in _PROFILE_ROW.items())
         for r in v["rows"]), f"an object whose 'rows' each have {', '.join(_PROFILE_ROW)}"),
+    "bisect": (lambda v: isinstance(v, dict) and all(c(v.get(k)) for k, c in _BISECT.items())
+               and (v.get("culprit") is None or _hex_commit(v["culprit"])),
+               f"an object with {', '.join(_BISECT)} (culprit: a commit or null)"),
 }
 _INCIDENT_REQUIRED = ("id",)
 _INCIDENT_ALERTS = ("title", "status", "direction", "metric", "magnitude", "series_ids", "machine_class", "silenced",

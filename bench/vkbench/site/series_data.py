@@ -73,7 +73,8 @@ def repository_link_prefix(repository: str | None) -> str | None:
 def with_commit_links(incidents: list[dict]) -> list[dict]:
     """The incidents with ``commit_url`` on each end (good, bad) that names its repository: the
     commit's page there, or ``""`` (plain text) when that repository has no commit pages. Ends
-    without a repository (releases) keep linking to the engine's repository."""
+    without a repository (releases) keep linking to the engine's repository. A bisect's culprit
+    (``bisect.culprit``) gets its ``culprit_url`` the same way, in the repository bisected."""
     out = []
     for incident in incidents:
         incident = dict(incident)
@@ -82,6 +83,10 @@ def with_commit_links(incidents: list[dict]) -> list[dict]:
             if isinstance(ref, dict) and ref.get("repository") and ref.get("commit"):
                 prefix = repository_link_prefix(ref["repository"])
                 incident[end] = {**ref, "commit_url": prefix + ref["commit"] if prefix else ""}
+        bisect = incident.get("bisect")
+        if isinstance(bisect, dict) and bisect.get("culprit"):
+            prefix = repository_link_prefix(bisect.get("repository"))
+            incident["bisect"] = {**bisect, "culprit_url": prefix + bisect["culprit"] if prefix else ""}
         out.append(incident)
     return out
 

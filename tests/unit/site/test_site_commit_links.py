@@ -70,6 +70,15 @@ def test_incident_ends_link_to_their_repository():
     assert unchanged == release and "commit_url" not in incident["good"], "the input is not modified"
 
 
+def test_a_bisect_culprit_links_to_the_repository_bisected():
+    bisected = [{"id": f"i{k}", "bisect": {"culprit": "e" * 40, "repository": repo, "reproduced": True}}
+                for k, (repo, _) in enumerate(REPOSITORIES[:4])]
+    not_reproduced = {"id": "n", "bisect": {"culprit": None, "repository": REPOSITORIES[0][0], "reproduced": False}}
+    *linked, unchanged = with_commit_links([*bisected, not_reproduced])
+    assert [i["bisect"]["culprit_url"] for i in linked] == [prefix + "e" * 40 if prefix else "" for _, prefix in REPOSITORIES[:4]]
+    assert unchanged == not_reproduced and "culprit_url" not in bisected[0]["bisect"]
+
+
 def test_the_built_site_links_source_builds_to_their_repository(built_site):
     out, _, facts = built_site
     load = lambda p: json.loads(Path(p).read_text())  # noqa: E731
@@ -84,3 +93,4 @@ def test_the_built_site_links_source_builds_to_their_repository(built_site):
     bad = incidents["inc-set-io2-x86"]["bad"]
     assert bad["commit_url"] == fork + bad["commit"]
     assert incidents["inc-get-io2-pi"]["good"]["commit_url"] == ""
+    assert incidents["inc-set-io2-x86"]["bisect"]["culprit_url"] == fork + facts["culprit"]

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from fake_github import FakeGitHub  # noqa: F401  (the tests use it as ah.FakeGitHub)
+from github_api_standin import FakeGitHub  # noqa: F401  (the tests use it as ah.FakeGitHub)
 
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent

@@ -51,7 +51,7 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
 
     # Every job, every cell: success.
     assert result.returncode == 0, result.describe()
-    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates",
+    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates", "bisect new incidents",
                                                            *(c["name"] for c in cells))}, result.describe()
     # No step of publish failed or was skipped, the two github-action-benchmark steps included.
     publish_steps = result.step_results("publish")
@@ -63,6 +63,8 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
     assert "Benchmark history updated" in summaries and "Regression alerts" in summaries
     # A first history has no candidate to confirm: the confirm job ran and dispatched nothing.
     assert "0 candidate(s) dispatched to ab.yml" in summaries
+    # Nor a new incident to bisect: the dispatch-bisect job read what alert did and dispatched nothing.
+    assert "0 incident(s) dispatched to bisect.yml" in summaries
 
     # gh-pages: the history holds one point per cell and command, the site, the backstop charts.
     branch = ah.pages_checkout(pages, tmp_path / "pages-check")

@@ -74,7 +74,7 @@ def test_scheduled_nightly_through_workflow_call(act_runner, pages, valkey_tonig
     print(f"nightly.yml under act: {result.seconds:.0f}s")
 
     assert result.returncode == 0, result.describe()
-    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates",
+    assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates", "bisect new incidents",
                                                            *(c["name"] for c in chosen))}, result.describe()
 
     # The plan job planned the whole nightly for these versions on every class.

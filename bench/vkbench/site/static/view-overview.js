@@ -44,6 +44,24 @@ function commitRange(index, incident) {
     " and ", commitLink(index, sid, bad), bad?.version ? ` (${bad.version}, ${fmtDate(Date.parse(bad.timestamp) / 1000)})` : "");
 }
 
+// The culprit an automatic bisect named (detect.json incident.bisect), linked to the repository
+// that was bisected like the range's commits ("" when it has no commit pages: plain text).
+function culpritLine(incident) {
+  const b = incident.bisect;
+  if (!b) return null;
+  const steps = `${b.steps} A/B step${b.steps === 1 ? "" : "s"}`;
+  const run = b.workflow_run_url ? [" · ", extLink(b.workflow_run_url, "bisect run ↗", "workflow run of the bisect")] : null;
+  if (!b.reproduced || !b.culprit) {
+    return h("p.culprit.muted", {}, `Bisect (${steps}): the regression did not reproduce, no culprit named.`, run);
+  }
+  const text = shortSha(b.culprit);
+  const link = b.culprit_url ? extLink(b.culprit_url, text, `culprit commit ${text}`) : h("code", { title: b.repository || null }, text);
+  const interval = Number.isFinite(b.ci_low) && Number.isFinite(b.ci_high) ? ` (95% interval ${fmtPct(b.ci_low)} .. ${fmtPct(b.ci_high)})` : "";
+  return h("p.culprit", {}, "Culprit (bisect, ", steps, "): ", link,
+    b.culprit_subject ? h("span.culprit-subject", {}, ` ${b.culprit_subject}`) : null,
+    Number.isFinite(b.effect) ? `: ${fmtPct(b.effect)} on ${b.measure || "?"}${interval}` : null, run);
+}
+
 function magnitudeBadge(incident) {
   const regression = incident.direction === "regression";
   return h(`span.badge.${regression ? "bad" : "good"}`, {}, `${regression ? "▼" : "▲"} ${fmtPct(incident.magnitude)} ${incident.metric}`);
@@ -109,6 +127,7 @@ function incidentCard(index, incident, ctx, drawNow) {
     h("h3", { id: `inc-${incident.id}` }, incident.title || incident.id),
     h("p", {}, magnitudeBadge(incident), h("span.badge", {}, incident.machine_class || "?"), h("span.badge", {}, incident.status || "")),
     commitRange(index, incident),
+    culpritLine(incident),
     incident.annotation ? h("p.note", {}, "✎ ", typeof incident.annotation === "string" ? incident.annotation : JSON.stringify(incident.annotation)) : null,
     box,
     h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →"),

@@ -2,7 +2,9 @@
 
 A plain ``http.server`` in its own thread (no asyncio) that records every call and answers what the
 workflows ask: the issues of `vkbench alert` and comments, the commit github-action-benchmark looks
-up, workflow dispatches (204) and label removals.
+up, workflow dispatches (204) and label removals. (Not tests/unit/alerts/fake_github.py, which
+checks tokens and injects failures for the alert client's own tests: the module names differ
+because pytest imports test helpers by their bare name.)
 """
 
 from __future__ import annotations

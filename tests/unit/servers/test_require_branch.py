@@ -1,0 +1,92 @@
+"""`--require-branch`: the trusted path of ab.yml and bisect.yml (no reviewer) runs only commits
+merged into the trusted repository's branch; anything else is refused before anything is built.
+Small local repositories, no build (every fetcher refuses)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vkbench.ab import require_on_branch
+from vkbench.errors import UsageError
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-10-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2024-10-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> dict:
+    """unstable: three commits; a fork's pull request on top of the first (refs/pull/7/head); a
+    tag named `unstable` on the fork's commit, and a branch `feature` holding it too."""
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "unstable")
+    merged = []
+    for i in range(3):
+        (repo / "file").write_text(f"{i}\n")
+        _git(repo, "add", "file")
+        _git(repo, "commit", "-q", "-m", f"commit {i}")
+        merged.append(_git(repo, "rev-parse", "HEAD"))
+    _git(repo, "checkout", "-q", "-b", "feature", merged[0])
+    (repo / "fork").write_text("a fork's change\n")
+    _git(repo, "add", "fork")
+    _git(repo, "commit", "-q", "-m", "a fork's change")
+    fork = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "update-ref", "refs/pull/7/head", fork)
+    # A tag of the branch's name (git fetch prefers refs/tags/ over refs/heads/ for a bare name):
+    # it must not stand in for the branch.
+    _git(repo, "tag", "unstable", fork)
+    _git(repo, "checkout", "-q", "unstable")
+    return {"url": f"file://{repo}", "merged": merged, "fork": fork}
+
+
+def test_merged_commits_pass(upstream, cache_root):
+    first, _, third = upstream["merged"]
+    assert require_on_branch(upstream["url"], "unstable", {"good": first[:10], "bad": third}) == {"good": first, "bad": third}
+
+
+@pytest.mark.parametrize("ref", ["fork", "refs/pull/7/head", "feature"])
+def test_a_commit_not_on_the_branch_is_refused(upstream, cache_root, ref):
+    candidate = upstream["fork"] if ref == "fork" else ref
+    with pytest.raises(UsageError, match=r"candidate .* is not on unstable of file://") as err:
+        require_on_branch(upstream["url"], "unstable", {"base": upstream["merged"][0], "candidate": candidate})
+    assert upstream["fork"][:12] in err.value.message and "reviewer" in err.value.hint
+
+
+def test_the_branch_is_a_branch(upstream, cache_root):
+    with pytest.raises(UsageError, match="not a branch name"):
+        require_on_branch(upstream["url"], "refs/tags/x", {"base": upstream["merged"][0]})
+
+
+def vk(*args) -> tuple[int, str]:
+    from vkbench.cli import main
+
+    out = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    assert "Traceback" not in out.getvalue()
+    return code, out.getvalue()
+
+
+def test_ab_and_bisect_refuse_before_building(upstream, cache_root, no_fetch, tmp_path):
+    """A maintainer who sets confirm (or incident) on a fork's commit gets exit 2, nothing built."""
+    first = upstream["merged"][0]
+    code, out = vk("ab", "--repo", upstream["url"], "--base", first, "--candidate", upstream["fork"],
+                   "--require-branch", "unstable", "--out", tmp_path / "ab")
+    assert code == 2 and "is not on unstable" in out, out
+    code, out = vk("bisect", "--repo", upstream["url"], "--good", first, "--bad", upstream["fork"],
+                   "--require-branch", "unstable", "--out", tmp_path / "bisect")
+    assert code == 2 and "bad" in out and "is not on unstable" in out, out
+    assert no_fetch == [] and not (tmp_path / "bisect").exists()
