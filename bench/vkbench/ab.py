@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -24,12 +25,15 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as st
 
+from .alerts import markdown as md
 from .errors import UsageError
+from .history.series import describe, sid_of
+from .history.store import write_json, write_bytes_atomic
 from .matrix.expand import expand_matrix, load_matrix
 from .matrix.model import Cell
+from .repolinks import commit_url
 from .runner.session import RunOptions, run_session
 from .servers import source_build
-from .repolinks import commit_link
 from .servers.catalog import GIT_REF
 from .servers.gitmirror import Mirror, redact
 
@@ -38,6 +42,10 @@ Progress = Callable[[str], None]
 DEFAULT_PRESET = "ab"
 TARGET_MDE = 0.02
 POWER_Z = 0.8
+FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
+#: Cell fields that are not part of what an A/B compares: the server is each side's build, and
+#: the repetitions are the rounds (the pilot and the extra rounds run with different counts).
+_NOT_COMPARED = ("engine", "version", "repetitions", "runner")
 
 
 def pr_ref(url: str, number: int) -> str:
@@ -103,12 +111,14 @@ class ABReport:
         return data
 
     def markdown(self) -> str:
+        """The table posted as a comment and appended to the job summary. Refs, the URL, cell and
+        command names and warnings come from the caller and the repository: escaped."""
         base, cand = self.base, self.candidate
         lines = [
-            f"### A/B: `{cand.short}` ({cand.ref}) vs `{base.short}` ({base.ref})",
+            f"### A/B: {md.code(cand.short)} ({md.text(cand.ref)}) vs {md.code(base.short)} ({md.text(base.ref)})",
             "",
-            f"{self.url}: base {commit_link(self.url, base.commit, name_url=False)} vs candidate "
-            f"{commit_link(self.url, cand.commit, name_url=False)}; "
+            f"{md.text(self.url)}: base {commit_markdown(self.url, base.commit)} vs candidate "
+            f"{commit_markdown(self.url, cand.commit)}; "
             f"{self.rounds} interleaved rounds (ABAB) on one machine; MDE reached "
             f"{_pct(self.mde)} (target {_pct(self.target_mde)}).",
             "",
@@ -117,11 +127,16 @@ class ABReport:
         ]
         for r in self.rows:
             interval = f"{_pct(r.ci_low)} .. {_pct(r.ci_high)}" if r.ci_low is not None else "n/a"
-            lines.append(f"| {r.cell} | {r.command} | {r.base_rps:,.0f} | {r.candidate_rps:,.0f} | "
-                         f"{_pct(r.change, sign=True)} | {interval} | {_pct(r.mde)} | {r.verdict} |")
+            lines.append(f"| {md.text(r.cell)} | {md.text(r.command)} | {r.base_rps:,.0f} | {r.candidate_rps:,.0f} | "
+                         f"{_pct(r.change, sign=True)} | {interval} | {_pct(r.mde)} | {md.text(r.verdict)} |")
         for warning in self.warnings:
-            lines.append(f"\n> warning: {warning}")
+            lines.append(f"\n> warning: {md.text(warning)}")
         return "\n".join(lines) + "\n"
+
+
+def commit_markdown(url: str, commit: str) -> str:
+    """The short commit in code type, linked to its page when ``url`` is a forge (https only)."""
+    return md.link(md.code(commit[:10]), commit_url(url, commit))
 
 
 def _pct(value: float | None, sign: bool = False) -> str:
@@ -146,6 +161,13 @@ def paired(base: list[float], candidate: list[float]) -> tuple[float, float | No
     t_power = float(st.t.ppf(POWER_Z, n - 1))
     return (math.exp(mean) - 1, math.exp(mean - t_crit * se) - 1, math.exp(mean + t_crit * se) - 1,
             math.exp((t_crit + t_power) * se) - 1)
+
+
+def paired_rounds(base: dict[int, float], candidate: dict[int, float]) -> tuple[list[float], list[float]]:
+    """The rps of the rounds both sides measured, in round order: a repetition that failed on
+    one side drops that round on both, so every ratio compares one round's A with its own B."""
+    rounds = sorted(set(base) & set(candidate))
+    return [base[r] for r in rounds], [candidate[r] for r in rounds]
 
 
 def rounds_needed(base: list[float], candidate: list[float], target: float) -> int:
@@ -193,6 +215,9 @@ class ABOptions:
     require_branch: str | None = None
 
 
+Samples = dict[tuple[str, str], dict[int, float]]    # (cell label, command) -> round -> rps
+
+
 @contextlib.contextmanager
 def repository(url: str) -> Iterator[None]:
     """Run with ``url`` as the repository source builds come from (so the result names it)."""
@@ -212,7 +237,8 @@ def require_on_branch(url: str, branch: str, refs: dict[str, str]) -> dict[str, 
     tip or an ancestor of it), else a UsageError naming the first that is not.
 
     The branch is fetched as ``refs/heads/<branch>``: a tag or a pull request ref of the same name
-    cannot stand in for it. Nothing is built here."""
+    cannot stand in for it. Nothing is built here. Callers pass commits they resolved already
+    (full SHAs are not fetched again), so what was checked is what gets built."""
     if not GIT_REF.match(branch) or ".." in branch or branch.startswith(("refs/", "-")):
         raise UsageError(f"--require-branch {branch!r}: not a branch name", hint="e.g. --require-branch unstable")
     mirror = Mirror.for_url(url)
@@ -220,21 +246,25 @@ def require_on_branch(url: str, branch: str, refs: dict[str, str]) -> dict[str, 
     tip = mirror.resolve(f"refs/heads/{branch}")
     for label, commit in commits.items():
         if not mirror.is_ancestor(commit, tip):
+            named = f"{label} {commit[:12]}" if refs[label].lower() == commit else f"{label} {refs[label]} ({commit[:12]})"
             raise UsageError(
-                f"{label} {refs[label]} ({commit[:12]}) is not on {branch} of {redact(url)} (tip {tip[:12]})",
+                f"{named} is not on {branch} of {redact(url)} (tip {tip[:12]})",
                 hint=f"only commits merged into {branch} run on the trusted path (no reviewer); "
                 "for any other commit, dispatch without confirm/incident so that a reviewer of the "
                 "`benchmark` environment approves it")
     return commits
 
 
-def prepare(url: str, ref: str, label: str, progress: Progress | None = None) -> Side:
-    """Resolve ``ref`` in ``url`` and build it (cached per commit and configuration)."""
+def prepare(url: str, commit: str, ref: str, label: str, progress: Progress | None = None) -> Side:
+    """Build ``commit`` of ``url`` (cached per commit and configuration), which ``ref`` resolved
+    to. Only a full commit is taken: a ref resolved again here could have moved since the
+    caller checked it (a force-push), and an unchecked commit would be built."""
+    if not FULL_SHA.match(commit):
+        raise UsageError(f"{label}: {commit!r} is not a full commit SHA", hint="resolve the ref first (Mirror.resolve)")
     mirror = Mirror.for_url(url)
-    commit = mirror.resolve(ref)
-    entry = source_build.fetch(commit, url=url, progress=progress)
+    entry = source_build.fetch(commit.lower(), url=url, progress=progress)
     meta = json.loads((entry / "meta.json").read_text())
-    return Side(label, ref, commit, mirror.subject(commit), meta.get("build_config") or {})
+    return Side(label, ref, commit.lower(), mirror.subject(commit), meta.get("build_config") or {})
 
 
 def template_cells(options: ABOptions) -> list[Cell]:
@@ -248,22 +278,46 @@ def _for_side(template: Cell, commit: str) -> Cell:
     return Cell.model_validate({**template.model_dump(mode="json"), "server": f"valkey:{commit}", "repetitions": 1})
 
 
-def _samples(results: list[dict], commit: str) -> dict[tuple[str, str], list[float]]:
-    out: dict[tuple[str, str], list[float]] = {}
+def cell_labels(results: list[dict]) -> dict[str, str]:
+    """Readable name of each compared cell (by its :func:`_template_key`), e.g. ``standalone io1
+    P16 c50 d3``; cells that differ only in what the short form leaves out (workload, CPU
+    placement, tool arguments, ...) get ``#<hash>`` appended, so their rows never merge."""
+    names: dict[str, str] = {}
+    for result in results:
+        identity = _identity(result)
+        key = sid_of(identity)
+        names[key] = describe({**identity, "command": ""}, with_version=False, with_machine=False).strip()
+    counts: dict[str, int] = {}
+    for name in names.values():
+        counts[name] = counts.get(name, 0) + 1
+    return {key: f"{name} #{key[:6]}" if counts[name] > 1 else name for key, name in names.items()}
+
+
+def _samples(results: list[dict], commit: str, labels: dict[str, str], first_round: int = 0) -> Samples:
+    """Per (cell, command) the rps of each round of ``commit``'s results. A side runs one
+    repetition per round, so a repetition's index is its round (a failed repetition keeps its
+    index: the rounds after it stay numbered as run); ``first_round`` numbers a later session's
+    rounds after the earlier ones."""
+    out: Samples = {}
     for result in results:
         if result["subject"]["version"] != commit:
             continue
-        key = _template_key(result)
-        for command, metrics in result["summary"].items():
-            rps = metrics.get("rps")
-            if rps:
-                out.setdefault((key, command), []).extend(rps["samples"])
+        label = labels[_template_key(result)]
+        for repetition in result["repetitions"]:
+            for record in repetition["records"]:
+                if record.get("rps"):
+                    out.setdefault((label, record["command"]), {})[first_round + repetition["index"]] = record["rps"]
     return out
 
 
+def _identity(result: dict) -> dict:
+    return {k: v for k, v in result["dimensions"].items() if k not in _NOT_COMPARED}
+
+
 def _template_key(result: dict) -> str:
-    d = result["dimensions"]
-    return f"{d['topology']} io{d['io_threads']} P{d['pipeline']} c{d['clients']} d{d['data_size']}"
+    """The cell a result measured, without the side's server: every other dimension (tool,
+    workload, read_from, CPU placement, tool arguments, ...) keeps two cells apart."""
+    return sid_of(_identity(result))
 
 
 def _run_rounds(cells: list[Cell], rounds: int, out_dir: Path, options: ABOptions, progress: Progress | None) -> list[dict]:
@@ -279,55 +333,73 @@ def _run_rounds(cells: list[Cell], rounds: int, out_dir: Path, options: ABOption
     return [o.result for o in report.outcomes if o.result]
 
 
+def resolve_sides(url: str, options: ABOptions) -> tuple[str, str]:
+    """(base commit, candidate commit), each ref resolved once and checked: the approved head
+    (``expect_candidate``) and the required branch are checked on these very commits, and
+    only these are built (a ref resolved again could have been force-pushed in between)."""
+    if options.expect_candidate is not None and not FULL_SHA.match(options.expect_candidate):
+        raise UsageError(f"--pr-head {options.expect_candidate!r}: not a full 40-hex commit SHA",
+                         hint="pin the approved head by its full SHA, e.g. --pr-head $(git rev-parse HEAD)")
+    mirror = Mirror.for_url(url)
+    candidate = mirror.resolve(options.candidate)
+    if options.expect_candidate is not None and candidate != options.expect_candidate.lower():
+        # Before anything is built: code nobody approved never runs, not even its Makefile.
+        raise UsageError(
+            f"{options.candidate} is now {candidate[:12]}, not the approved {options.expect_candidate[:12]}",
+            hint="the pull request changed after the A/B was requested: request it again (re-add the label) "
+            "so that the new head is reviewed before it runs")
+    base = mirror.resolve(options.base)
+    if options.require_branch:
+        require_on_branch(url, options.require_branch, {"base": base, "candidate": candidate})
+    return base, candidate
+
+
+def rows_of(base: Samples, candidate: Samples) -> list[Row]:
+    """One row per (cell, command), from the rounds both sides measured (:func:`paired_rounds`)."""
+    rows = []
+    for (cell, command), base_rounds in base.items():
+        base_rps, cand_rps = paired_rounds(base_rounds, candidate.get((cell, command), {}))
+        change, low, high, mde = paired(base_rps, cand_rps)
+        rows.append(Row(cell, command, float(np.median(list(base_rounds.values()))),
+                        float(np.median(cand_rps)) if cand_rps else 0.0,
+                        change, low, high, mde, len(base_rps), verdict(change, low, high)))
+    return rows
+
+
+def _rounds_needed(base: Samples, candidate: Samples, options: ABOptions) -> int:
+    needed = [rounds_needed(*paired_rounds(rounds, candidate.get(key, {})), options.target_mde)
+              for key, rounds in base.items()]
+    return max(needed, default=options.min_rounds)
+
+
 def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
     url = options.url or source_build.repo_url()
     began = time.monotonic()
     if options.min_rounds < 2 or options.max_rounds < options.min_rounds:
         raise UsageError("need 2 <= --min-rounds <= --max-rounds", hint="e.g. --min-rounds 4 --max-rounds 20")
     with repository(url):
-        if options.expect_candidate:
-            # Before anything is built: code nobody approved never runs, not even its Makefile.
-            head = Mirror.for_url(url).resolve(options.candidate)
-            if not head.startswith(options.expect_candidate.lower()):
-                raise UsageError(
-                    f"{options.candidate} is now {head[:12]}, not the approved {options.expect_candidate[:12]}",
-                    hint="the pull request changed after the A/B was requested: request it again (re-add the label) "
-                    "so that the new head is reviewed before it runs")
-        if options.require_branch:
-            require_on_branch(url, options.require_branch, {"base": options.base, "candidate": options.candidate})
-        base = prepare(url, options.base, "base", progress)
-        candidate = prepare(url, options.candidate, "candidate", progress)
+        base_commit, candidate_commit = resolve_sides(url, options)
+        if base_commit == candidate_commit:
+            raise UsageError(f"base and candidate are the same commit {base_commit[:12]}",
+                             hint="an A/B needs two different commits")
+        base = prepare(url, base_commit, options.base, "base", progress)
+        candidate = prepare(url, candidate_commit, options.candidate, "candidate", progress)
         templates = template_cells(options)
         cells = [c for t in templates for c in (_for_side(t, base.commit), _for_side(t, candidate.commit))]
-        if base.commit == candidate.commit:
-            raise UsageError(f"base and candidate are the same commit {base.commit[:12]}",
-                             hint="an A/B needs two different commits")
         results = _run_rounds(cells, options.min_rounds, options.out_dir / "pilot", options, progress)
-        b, c = _samples(results, base.commit), _samples(results, candidate.commit)
-        needed = max((rounds_needed(b[k], c.get(k, []), options.target_mde) for k in b), default=options.min_rounds)
-        extra = min(needed, options.max_rounds) - options.min_rounds
+        labels = cell_labels(results)
+        b, c = _samples(results, base.commit, labels), _samples(results, candidate.commit, labels)
+        extra = min(_rounds_needed(b, c, options), options.max_rounds) - options.min_rounds
         if extra > 0:
             more = _run_rounds(cells, extra, options.out_dir / "more", options, progress)
-            for key, values in _samples(more, base.commit).items():
-                b.setdefault(key, []).extend(values)
-            for key, values in _samples(more, candidate.commit).items():
-                c.setdefault(key, []).extend(values)
-    rows = []
-    for (cell, command), base_rps in b.items():
-        cand_rps = c.get((cell, command), [])
-        change, low, high, mde = paired(base_rps, cand_rps)
-        rows.append(Row(cell, command, float(np.median(base_rps)), float(np.median(cand_rps)) if cand_rps else 0.0,
-                        change, low, high, mde, min(len(base_rps), len(cand_rps)), verdict(change, low, high)))
+            labels = cell_labels(results + more)
+            for side, samples in ((base.commit, b), (candidate.commit, c)):
+                for key, rounds in _samples(more, side, labels, first_round=options.min_rounds).items():
+                    samples.setdefault(key, {}).update(rounds)
+    rows = rows_of(b, c)
     warnings = [f"build configurations differ: {d}" for d in source_build.config_differences(base.build, candidate.build)]
     report = ABReport(redact(url), base, candidate, rows, min(options.min_rounds + max(extra, 0), options.max_rounds),
                       options.target_mde, round(time.monotonic() - began, 1), str(options.out_dir), warnings)
-    options.out_dir.mkdir(parents=True, exist_ok=True)
-    _write(options.out_dir / "ab.json", json.dumps(report.to_json(), indent=2) + "\n")
-    _write(options.out_dir / "ab.md", report.markdown())
+    write_json(options.out_dir / "ab.json", report.to_json(), indent=2)
+    write_bytes_atomic(options.out_dir / "ab.md", report.markdown().encode("utf-8"))
     return report
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

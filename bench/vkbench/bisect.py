@@ -5,7 +5,9 @@
 2. Binary search on the first-parent line good..bad: build the midpoint, A/B it against good; a
    midpoint counts as bad when its change is closer to the bad end's change than to zero (past
    half the effect), else good.
-3. One commit remains: the culprit, with the effect of its own A/B against good.
+3. One commit remains: the culprit, with the effect of its own A/B against good. When the step
+   limit stops the search first, the report names the commits still in the range and no culprit
+   (``resolved`` false).
 
 Builds are cached per commit, and ccache makes each midpoint a rebuild of the files that changed.
 """
@@ -13,15 +15,15 @@ Builds are cached per commit, and ccache makes each midpoint a rebuild of the fi
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .ab import ABOptions, ABReport, Row, require_on_branch, run_ab
-from .repolinks import commit_link
+from .ab import ABOptions, ABReport, Row, commit_markdown, require_on_branch, run_ab
+from .alerts import markdown as md
 from .errors import UsageError
+from .history.store import write_bytes_atomic, write_json
 from .servers import source_build
 from .servers.gitmirror import Mirror, redact
 
@@ -55,28 +57,38 @@ class BisectReport:
     steps: list[Step] = field(default_factory=list)
     wall_s: float = 0.0
     reproduced: bool = True
+    #: False when the step limit stopped the search before one commit remained: no culprit, and
+    #: ``suspects`` names the range still holding it.
+    resolved: bool = True
+    suspects: dict | None = None          # {"first", "last", "count"} of the commits left
 
     def to_json(self) -> dict:
         return asdict(self)
 
     def markdown(self) -> str:
-        lines = [f"### Bisect {self.good[:10]}..{self.bad[:10]} ({self.range_size} commits)", "",
-                 f"Repository: {self.url}", ""]
+        """Posted as a comment and appended to the job summary: commit subjects, the URL and the
+        measure come from the repository and the caller, so every one is escaped."""
+        lines = [f"### Bisect {md.code(self.good[:10])}..{md.code(self.bad[:10])} ({self.range_size} commits)", "",
+                 f"Repository: {md.text(self.url)}", ""]
         if not self.reproduced:
             lines.append("The regression did not reproduce in an A/B of the two ends: no culprit named.")
+        elif not self.resolved and self.suspects:
+            lines.append(f"**Unresolved:** the step limit stopped the search with {self.suspects['count']} commits left, "
+                         f"{commit_markdown(self.url, self.suspects['first'])} .. "
+                         f"{commit_markdown(self.url, self.suspects['last'])}: no culprit named.")
         elif self.culprit:
             low, high = self.effect_ci
             interval = f" (95% interval {low * 100:+.1f}% .. {high * 100:+.1f}%)" if low is not None and high is not None else ""
-            lines.append(f"**Culprit:** {commit_link(self.url, self.culprit, name_url=False)} {self.culprit_subject}: "
-                         f"{(self.effect or 0) * 100:+.1f}% on {self.measure}{interval}.")
+            lines.append(f"**Culprit:** {commit_markdown(self.url, self.culprit)} {md.text(self.culprit_subject)}: "
+                         f"{(self.effect or 0) * 100:+.1f}% on {md.text(self.measure)}{interval}.")
         lines += ["", f"{len(self.steps)} A/B steps in {self.wall_s:.0f} s, each against the good end:", "",
                   "| step | commit | change | 95% interval | MDE | rounds | judged |", "|---:|---|---:|---|---:|---:|---|"]
         for i, s in enumerate(self.steps):
             interval = (f"{s.ci_low * 100:+.1f}% .. {s.ci_high * 100:+.1f}%" if s.ci_low is not None and s.ci_high is not None
                         else "n/a")
             mde = f"{s.mde * 100:.1f}%" if s.mde is not None else "n/a"
-            lines.append(f"| {i} | {commit_link(self.url, s.commit, name_url=False)} {s.subject[:60]} | {s.change * 100:+.1f}% | "
-                         f"{interval} | {mde} | {s.rounds} | {s.judged} |")
+            lines.append(f"| {i} | {commit_markdown(self.url, s.commit)} {md.text(s.subject[:60])} | {s.change * 100:+.1f}% | "
+                         f"{interval} | {mde} | {s.rounds} | {md.text(s.judged)} |")
         return "\n".join(lines) + "\n"
 
 
@@ -86,20 +98,29 @@ def _row(report: ABReport, measure: tuple[str, str] | None) -> Row:
         if worst is None:
             raise UsageError("the A/B produced no rows", hint="check the cells")
         return worst
-    return next(r for r in report.rows if (r.cell, r.command) == measure)
+    row = next((r for r in report.rows if (r.cell, r.command) == measure), None)
+    if row is None:
+        measured = ", ".join(f"{cell} / {command}" for cell, command in ((r.cell, r.command) for r in report.rows)) or "none"
+        raise UsageError(f"the A/B in {report.out_dir} has no row for {measure[0]} / {measure[1]}, the measure of this bisect",
+                         hint=f"every step must run the cells of the first A/B; it measured: {measured}")
+    return row
 
 
 def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_dir: Path,
                progress: Progress | None = None, max_steps: int = 20) -> BisectReport:
     url = url or source_build.repo_url()
     began = time.monotonic()
+    if max_steps < 1:
+        raise UsageError(f"max_steps {max_steps}: at least one step", hint="e.g. 20")
+    mirror = Mirror.for_url(url)
+    # Each end resolved once: the branch check and every step use these commits, never the
+    # refs again (a ref moved in between would be bisected unchecked).
+    good_sha, bad_sha = mirror.resolve(good), mirror.resolve(bad)
     if template.require_branch:
         # Both ends on the branch: every commit between them (their ancestors) is too. Checked
         # once here, before anything is built; the steps need not fetch the branch again.
-        require_on_branch(url, template.require_branch, {"good": good, "bad": bad})
+        require_on_branch(url, template.require_branch, {"good": good_sha, "bad": bad_sha})
         template = dataclasses.replace(template, require_branch=None)
-    mirror = Mirror.for_url(url)
-    good_sha, bad_sha = mirror.resolve(good), mirror.resolve(bad)
     if not mirror.is_ancestor(good_sha, bad_sha) or good_sha == bad_sha:
         raise UsageError(f"{good} ({good_sha[:10]}) is not an ancestor of {bad} ({bad_sha[:10]})",
                          hint="give --good an older commit on the same line as --bad")
@@ -139,10 +160,15 @@ def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_di
                 low = mid
             if progress:
                 progress(f"bisect: {commits[mid][:10]} is {'bad' if is_bad else 'good'}; {high - low - 1} left")
-        culprit = measured[high]
-        report.culprit, report.culprit_subject = commits[high], mirror.subject(commits[high])
-        report.effect, report.effect_ci = culprit.change, (culprit.ci_low, culprit.ci_high)
+        if high - low > 1:
+            # The step limit ended the search: commits[low+1..high] still hold the culprit.
+            report.resolved = False
+            report.suspects = {"first": commits[low + 1], "last": commits[high], "count": high - low}
+        else:
+            culprit = measured[high]
+            report.culprit, report.culprit_subject = commits[high], mirror.subject(commits[high])
+            report.effect, report.effect_ci = culprit.change, (culprit.ci_low, culprit.ci_high)
     report.wall_s = round(time.monotonic() - began, 1)
-    (out_dir / "bisect.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    (out_dir / "bisect.md").write_text(report.markdown())
+    write_json(out_dir / "bisect.json", report.to_json(), indent=2)
+    write_bytes_atomic(out_dir / "bisect.md", report.markdown().encode("utf-8"))
     return report

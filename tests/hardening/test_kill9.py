@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 import valkey
-
-from vkbench.topology import procs
+from run_leftovers import clean_up_runs, run_processes
 
 pytestmark = pytest.mark.integration
 
@@ -30,31 +29,34 @@ SMALL = {"server": "valkey:9.1.2", "requests": 200000, "keyspace": 1000, "repeti
          "tests": ["set"]}
 
 
-def start_run(tmp_path: Path, cell: dict) -> tuple[subprocess.Popen, dict]:
-    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+def run_env(tmp_path: Path) -> dict[str, str]:
+    return dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """The runs a test starts (start_run adds them). Afterwards, passed or failed, nothing of them
+    stays on the machine: each run's process group killed, `vkbench run --cleanup-only`, then any
+    server its pid files name still alive SIGKILLed (run_leftovers.clean_up_runs)."""
+    started: list[subprocess.Popen] = []
+    yield started
+    clean_up_runs(started, tmp_path / "state", run_env(tmp_path))
+
+
+def start_run(tmp_path: Path, cell: dict, runs: list[subprocess.Popen]) -> tuple[subprocess.Popen, dict]:
+    env = run_env(tmp_path)
     (tmp_path / "tmp").mkdir(exist_ok=True)
     child = subprocess.Popen(
         [sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--out", str(tmp_path / "out"),
          "--state-dir", str(tmp_path / "state")],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    runs.append(child)
     return child, env
 
 
 def descendants_and_orphans(tmp_path: Path) -> list[tuple[int, str]]:
-    """Every process that belongs to this test's runs: its command line or environment names
-    the test's TMPDIR (servers run from it; tools inherit TMPDIR)."""
-    marker = str(tmp_path / "tmp").encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker in (entry / "environ").read_bytes() or marker in (entry / "cmdline").read_bytes():
-                if (entry / "stat").read_text().split(") ")[-1][0] != "Z":
-                    found.append((int(entry.name), procs.process_cmdline(int(entry.name))))
-        except OSError:
-            continue
-    return found
+    """Every process that belongs to this test's runs (their TMPDIR is tmp_path/tmp)."""
+    return run_processes(tmp_path / "tmp")
 
 
 def wait_for(condition, timeout: float, what: str):
@@ -179,9 +181,9 @@ CASES = [("server-start", "cleanup-only"), ("benchmark", "next-run"), ("cluster-
 
 
 @pytest.mark.parametrize("moment,after", CASES, ids=[f"{m}-then-{a}" for m, a in CASES])
-def test_sigkill_then_next_run_leaves_nothing(tmp_path, moment, after):
+def test_sigkill_then_next_run_leaves_nothing(tmp_path, runs, moment, after):
     cell, reached = MOMENTS[moment]
-    child, env = start_run(tmp_path, cell)
+    child, env = start_run(tmp_path, cell, runs)
     seen = None
     try:
         for attempt in range(3):    # the cluster can form faster than one look: try another run
@@ -195,7 +197,7 @@ def test_sigkill_then_next_run_leaves_nothing(tmp_path, moment, after):
                 child.wait()
                 subprocess.run([sys.executable, "-m", "vkbench", "run", "--cleanup-only", "--state-dir", str(tmp_path / "state")],
                                env=env, capture_output=True, timeout=120)
-                child, env = start_run(tmp_path, cell)
+                child, env = start_run(tmp_path, cell, runs)
         assert child.poll() is None, child.stderr.read().decode()[-2000:]
         if moment == "cluster-creation":
             # where it was killed: inside the cluster's creation, the benchmark not started
@@ -225,4 +227,17 @@ def test_sigkill_then_next_run_leaves_nothing(tmp_path, moment, after):
         assert nxt.returncode == 0, nxt.stderr[-2000:]
         assert "removed temp dir" in nxt.stdout + nxt.stderr
     assert "Traceback" not in nxt.stderr
+    assert_nothing_left(tmp_path, ports)
+
+
+def test_a_failed_test_leaves_no_run_behind(tmp_path, runs):
+    """The `runs` finalizer on its own: a run in the middle of its benchmark (vkbench, the tool and
+    the servers alive, as when an assertion fails before the test's own kill) is gone afterwards."""
+    child, env = start_run(tmp_path, SMALL, runs)
+    wait_for(lambda: tool_running(tmp_path) or child.poll() is not None, 120, "the benchmark")
+    assert child.poll() is None, child.stderr.read().decode()[-2000:]
+    ports, servers = server_ports(tmp_path), server_pids(tmp_path)
+    assert ports and all(Path(f"/proc/{pid}").exists() for pid in servers)
+    clean_up_runs(runs, tmp_path / "state", env)
+    assert child.poll() is not None
     assert_nothing_left(tmp_path, ports)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from run_leftovers import clean_up_runs, run_processes
 
 from vkbench.results.io import load_result
 
@@ -58,22 +59,49 @@ def password_of_run(tmp_path: Path) -> str | None:
     return None
 
 
+def watch_run(tmp_path: Path, cell: dict, env: dict[str, str], *, interval: float,
+              timeout: float = 240) -> tuple[dict[int, bytes], str]:
+    """Run the cell, sampling every process of the run until it exits; the samples and the run's
+    password. However it ends (a timeout, a failed assertion), the run and its servers are gone
+    afterwards (run_leftovers.clean_up_runs: its process group killed, --cleanup-only)."""
+    child = subprocess.Popen([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--out", str(tmp_path / "out"),
+                              "--state-dir", str(tmp_path / "state")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             start_new_session=True)
+    try:
+        seen: dict[int, bytes] = {}
+        password = None
+        deadline = time.monotonic() + timeout
+        while child.poll() is None and time.monotonic() < deadline:
+            sample(child.pid, seen)
+            password = password or password_of_run(tmp_path)
+            time.sleep(interval)
+        assert child.poll() is not None, f"the run did not end within {timeout:.0f} s"
+        assert child.wait() == 0, child.stderr.read().decode()[-2000:]
+        assert password, "the run's server config was never seen"
+        return seen, password
+    finally:
+        clean_up_runs([child], tmp_path / "state", env)
+
+
+def test_a_run_that_overruns_is_stopped_and_cleaned_up(tmp_path):
+    """watch_run's timeout: the run is still measuring when the time is up. The test fails with a
+    clear message, and the run, its servers, its temp dir and its pid files are gone."""
+    (tmp_path / "tmp").mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
+    cell = {"server": "valkey:9.1.2", "requests": 5_000_000, "keyspace": 1000, "repetitions": 3, "tests": ["set"],
+            "preload": False}
+    with pytest.raises(AssertionError, match="did not end within"):
+        watch_run(tmp_path, cell, env, interval=0.05, timeout=8)
+    assert run_processes(tmp_path / "tmp") == []
+    assert list((tmp_path / "tmp").iterdir()) == [] and list((tmp_path / "state").glob("native-*.json")) == []
+
+
 @pytest.mark.parametrize("tool,server", [("valkey-benchmark", "valkey:9.1.2"), ("redis-benchmark", "redis:7.0.15")])
 def test_password_in_ps_only_where_the_result_says(tmp_path, tool, server):
     (tmp_path / "tmp").mkdir()
     env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
     cell = {"server": server, "tool": tool, "requests": 30000, "keyspace": 1000, "repetitions": 1, "tests": ["set"]}
-    child = subprocess.Popen([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--out", str(tmp_path / "out"),
-                              "--state-dir", str(tmp_path / "state")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    seen: dict[int, bytes] = {}
-    password = None
-    deadline = time.monotonic() + 240
-    while child.poll() is None and time.monotonic() < deadline:
-        sample(child.pid, seen)
-        password = password or password_of_run(tmp_path)
-        time.sleep(0.01)
-    assert child.wait(timeout=30) == 0, child.stderr.read().decode()[-2000:]
-    assert password, "the run's server config was never seen"
+    seen, password = watch_run(tmp_path, cell, env, interval=0.01)
 
     result = load_result(next((tmp_path / "out").glob("*.json")))
     via = result["tool"]["password_via"]
@@ -166,17 +194,7 @@ def run_with_stub(tmp_path: Path, mode: str) -> tuple[dict, dict[int, bytes], st
         env.pop(var, None)
     cell = {"server": "valkey:9.1.2", "tool": "valkey-benchmark", "requests": 2000, "keyspace": 100, "repetitions": 1,
             "tests": ["set"], "preload": False}
-    child = subprocess.Popen([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--out", str(tmp_path / "out"),
-                              "--state-dir", str(tmp_path / "state")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    seen: dict[int, bytes] = {}
-    password = None
-    deadline = time.monotonic() + 240
-    while child.poll() is None and time.monotonic() < deadline:
-        sample(child.pid, seen)
-        password = password or password_of_run(tmp_path)
-        time.sleep(0.005)
-    assert child.wait(timeout=30) == 0, child.stderr.read().decode()[-2000:]
-    assert password, "the run's server config was never seen"
+    seen, password = watch_run(tmp_path, cell, env, interval=0.005)
     result = load_result(next((tmp_path / "out").glob("*.json")))
     return result, seen, password, log.read_text().split()
 

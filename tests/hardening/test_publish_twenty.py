@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
 
 from factory import make_result, write_result  # noqa: E402
@@ -21,10 +23,40 @@ from factory import make_result, write_result  # noqa: E402
 from vkbench.history import HistoryStore  # noqa: E402
 
 PUBLISHERS = 20
+#: The whole race, all publishers together (vkbench publish retries for up to 900 s by default).
+RACE_DEADLINE_S = 1200
 
 
 def git(*args: str, cwd: Path | None = None) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def communicate_all(procs: list[subprocess.Popen], timeout: float) -> list[tuple[str, str]]:
+    """Every process's (stdout, stderr), all within one deadline ``timeout`` seconds from now. On a
+    timeout (or anything else that ends this early) every process still running is killed and
+    reaped before the exception goes on: none is left racing on the machine."""
+    deadline = time.monotonic() + timeout
+    try:
+        return [proc.communicate(timeout=max(0.0, deadline - time.monotonic())) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in procs:
+            proc.communicate()          # reap it and close its pipes
+
+
+def test_one_deadline_for_all_and_nothing_left_running():
+    """communicate_all: the deadline is for the whole set (not per process, which would add up),
+    and every process is gone after a timeout."""
+    sleepers = [subprocess.Popen(["sleep", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        communicate_all(sleepers, timeout=1.0)
+    assert time.monotonic() - t0 < 10
+    assert all(proc.returncode is not None for proc in sleepers)
+    quick = [subprocess.Popen(["echo", str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    assert communicate_all(quick, timeout=60) == [("0\n", ""), ("1\n", ""), ("2\n", "")]
 
 
 def test_twenty_concurrent_publishers_all_land(tmp_path):
@@ -47,7 +79,7 @@ def test_twenty_concurrent_publishers_all_land(tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         for p in range(PUBLISHERS)
     ]
-    outcomes = [proc.communicate(timeout=900) for proc in procs]
+    outcomes = communicate_all(procs, timeout=RACE_DEADLINE_S)
     elapsed = time.monotonic() - t0
     landed = sum(1 for proc in procs if proc.returncode == 0)
     attempts = [json.loads(out)["attempts"] for (out, _), proc in zip(outcomes, procs) if proc.returncode == 0]

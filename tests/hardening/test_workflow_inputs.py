@@ -22,7 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 PLAN = REPO / "tools" / "ci" / "plan.sh"
 CLASSES = yaml.safe_load((REPO / "runners" / "classes.yaml").read_text())
 
-CANARY = "/tmp/vkbench-hostile-canary"       # created only if an input got executed
+#: Where an executed input leaves its mark: the cases name this placeholder, and the helpers that
+#: run a script put the test's own canary file (under tmp_path, see canary()) in its place.
+CANARY = "@CANARY@"
 SUBST = f"$(touch {CANARY})"
 BACKTICK = f"`touch {CANARY}`"
 HUGE = "a" * 100_000
@@ -56,6 +58,25 @@ HOSTILE = {
 CASES = [(name, value) for name, values in HOSTILE.items() for value in values]
 
 
+def canary(tmp_path: Path) -> Path:
+    """The file an executed input would create: this test's own, never a path another test shares."""
+    return tmp_path / "canary"
+
+
+def with_canary(tmp_path: Path, values: dict[str, str]) -> dict[str, str]:
+    out = {name: value.replace(CANARY, str(canary(tmp_path))) for name, value in values.items()}
+    assert not any(CANARY in value for value in out.values())
+    return out
+
+
+def test_the_canary_sees_an_executed_input(tmp_path):
+    """The check the hostile cases rely on: an input that does get executed leaves the canary."""
+    env = dict(os.environ, **with_canary(tmp_path, {"INPUT": SUBST, "INPUT2": BACKTICK}))
+    subprocess.run(["bash", "-c", 'eval "echo $INPUT"'], env=env, check=True, timeout=30)
+    assert canary(tmp_path).exists()
+    canary(tmp_path).unlink()
+    subprocess.run(["bash", "-c", 'eval "echo $INPUT2"'], env=env, check=True, timeout=30)
+    assert canary(tmp_path).exists()
 
 
 def run_plan(tmp_path: Path, **overrides: str) -> tuple[subprocess.CompletedProcess, str]:
@@ -63,7 +84,7 @@ def run_plan(tmp_path: Path, **overrides: str) -> tuple[subprocess.CompletedProc
     out.write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "VKBENCH_"))}
     env.update(VALID, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(out), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
-    env.update(overrides)
+    env.update(with_canary(tmp_path, overrides))
     proc = subprocess.run(["bash", str(PLAN)], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     return proc, out.read_text()
 
@@ -76,14 +97,13 @@ def test_valid_inputs_still_plan(tmp_path):
 
 @pytest.mark.parametrize("name,value", CASES, ids=[f"{n[8:].lower()}-{i}" for i, (n, _) in enumerate(CASES)])
 def test_hostile_input_is_refused(tmp_path, name, value):
-    Path(CANARY).unlink(missing_ok=True)
     proc, outputs = run_plan(tmp_path, **{name: value})
     text = proc.stdout + proc.stderr
     assert proc.returncode == 2, text[-2000:]
     assert "::error" in proc.stdout
     assert "matrix=" not in outputs                     # nothing routed
     assert "Traceback" not in text and "Argument list too long" not in text
-    assert not Path(CANARY).exists()                    # nothing executed
+    assert not canary(tmp_path).exists()                # nothing executed
     assert len(text) < 20_000                           # a huge value is not echoed back whole
     if name == "VKBENCH_RUNNERS":
         assert all(c in proc.stdout for c in CLASSES["classes"]), "the error names the allowed classes"
@@ -129,13 +149,20 @@ REPOSITORY = [
     "https://github.com/o/r/../../x;id", HUGE,
 ]
 PRESET = ["--help", SUBST, BACKTICK, "ab\nnightly", "../ab", "ab'", 'ab"', HUGE]
-CELL = ['{"server":"$(touch /tmp/vkbench-hostile-canary)"}', '{"server":"`touch /tmp/vkbench-hostile-canary`"}',
+CELL = ['{"server":"%s"}' % SUBST, '{"server":"%s"}' % BACKTICK,
         '{"a":1}\n{"b":2}', '{"a":"\'"}', '{"a":"x;y"}', '{"a":"x\\\\y"}', "not json", "::add-mask::x", "{" + HUGE + "}"]
 # The trusted repository and its branch (repository variables, lib.sh ci_trusted_source): they
 # decide which runs skip the reviewer, so a malformed value stops every run instead of matching.
 TRUSTED_REPOSITORY = [SUBST, "http://github.com/valkey-io/valkey", "file:///srv/valkey.git", "https://evil.example/o/r",
                       "https://github.com/valkey-io/valkey\nhttps://github.com/someone/valkey", "https://github.com/o/r'", HUGE]
 TRUSTED_BRANCH = [SUBST, "refs/pull/1/head", "-x", "a..b", "unstable\nmain", "unstable;id", HUGE]
+UPSTREAM = "https://github.com/valkey-io/valkey"      # the trusted repository (lib.sh's default)
+FORK = "https://github.com/someone/valkey"
+SHA_A, SHA_B = "a" * 40, "b" * 40
+# A repository other than the trusted one names commits by full SHA only: a branch, a tag or a
+# short commit could move (or be made to collide) after the reviewer approved the run.
+NOT_A_FULL_SHA = ["unstable", "v9.0.0", "c419524", "A" * 40, "a" * 41, "a" * 39, "refs/pull/1/head"]
+UNTRUSTED_REPOSITORIES = [FORK, "https://gitlab.com/valkey-io/valkey", UPSTREAM + ".git", UPSTREAM + "/x"]
 
 # name -> [overrides]: each is one hostile case (PR cases clear the candidate, as a PR run does)
 HOSTILE_AB = {
@@ -143,12 +170,25 @@ HOSTILE_AB = {
     "repository": [{"VKBENCH_AB_REPOSITORY": v} for v in REPOSITORY],
     "base": [{"VKBENCH_AB_BASE": v} for v in REF],
     "candidate": [{"VKBENCH_AB_CANDIDATE": v} for v in REF],
-    "pr": [{"VKBENCH_AB_PR": v, "VKBENCH_AB_CANDIDATE": ""} for v in ["1; id", SUBST, "1\n2", "0", "-1", "12345678", "1'", HUGE]]
-          + [{"VKBENCH_AB_PR": "17", "VKBENCH_AB_CANDIDATE": "feature-x"}],
+    "pr": [{"VKBENCH_AB_PR": v, "VKBENCH_AB_CANDIDATE": SHA_B} for v in ["1; id", SUBST, "1\n2", "0", "-1", "12345678", "1'", HUGE]],
+    # A pull request runs only the head the reviewer approved: its full SHA, whatever the repository.
+    "pr_head": [{"VKBENCH_AB_PR": "17", "VKBENCH_AB_CANDIDATE": v} for v in ["", "feature-x", *NOT_A_FULL_SHA]]
+               + [{"VKBENCH_AB_REPOSITORY": FORK, "VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_PR": "17", "VKBENCH_AB_CANDIDATE": ""}],
+    "untrusted_refs": [{"VKBENCH_AB_REPOSITORY": FORK, "VKBENCH_AB_BASE": v, "VKBENCH_AB_CANDIDATE": SHA_B} for v in NOT_A_FULL_SHA]
+                      + [{"VKBENCH_AB_REPOSITORY": FORK, "VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_CANDIDATE": v} for v in NOT_A_FULL_SHA]
+                      + [{"VKBENCH_AB_REPOSITORY": r, "VKBENCH_AB_BASE": "unstable", "VKBENCH_AB_CANDIDATE": SHA_B}
+                         for r in UNTRUSTED_REPOSITORIES]
+                      + [{"VKBENCH_AB_REPOSITORY": FORK, "VKBENCH_AB_BASE": "unstable", "VKBENCH_AB_PR": "17", "VKBENCH_AB_CANDIDATE": SHA_B},
+                         {"VKBENCH_VALKEY_REPOSITORY": FORK}],     # upstream's branches, upstream no longer trusted
     "preset": [{"VKBENCH_AB_PRESET": v} for v in PRESET],
     "max_rounds": [{"VKBENCH_AB_MAX_ROUNDS": v} for v in ["1000", "3", SUBST, "20\n30", "1e3", "-5", "20'", HUGE]],
     "confirm": [{"VKBENCH_AB_CONFIRM": v} for v in [SUBST, "confirm-0123456789ab\nx", "confirm-xyz", "confirm-0123456789AB",
                                                      "confirm-0123456789ab'", "::add-mask::x", HUGE]],
+    # A confirmation's verdict goes into the history: only for commits of the trusted repository.
+    "confirm_untrusted": [{"VKBENCH_AB_CONFIRM": "confirm-0123456789ab", "VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_CANDIDATE": SHA_B,
+                           "VKBENCH_AB_REPOSITORY": r} for r in UNTRUSTED_REPOSITORIES]
+                         + [{"VKBENCH_AB_CONFIRM": "confirm-0123456789ab", "VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_CANDIDATE": SHA_B,
+                             "VKBENCH_VALKEY_REPOSITORY": FORK}],
     "cell": [{"VKBENCH_AB_CELL": v} for v in CELL],
     "trusted_repository": [{"VKBENCH_VALKEY_REPOSITORY": v} for v in TRUSTED_REPOSITORY],
     "trusted_branch": [{"VKBENCH_VALKEY_BRANCH": v} for v in TRUSTED_BRANCH],
@@ -169,6 +209,11 @@ HOSTILE_BISECT = {
     "cell": [{"VKBENCH_BISECT_CELL": v} for v in CELL],
     "trusted_repository": [{"VKBENCH_VALKEY_REPOSITORY": v} for v in TRUSTED_REPOSITORY],
     "trusted_branch": [{"VKBENCH_VALKEY_BRANCH": v} for v in TRUSTED_BRANCH],
+    "untrusted_refs": [{"VKBENCH_BISECT_REPOSITORY": FORK, "VKBENCH_BISECT_GOOD": v, "VKBENCH_BISECT_BAD": SHA_B} for v in NOT_A_FULL_SHA]
+                      + [{"VKBENCH_BISECT_REPOSITORY": FORK, "VKBENCH_BISECT_GOOD": SHA_A, "VKBENCH_BISECT_BAD": v} for v in NOT_A_FULL_SHA]
+                      + [{"VKBENCH_BISECT_REPOSITORY": r, "VKBENCH_BISECT_GOOD": SHA_A, "VKBENCH_BISECT_BAD": "unstable"}
+                         for r in UNTRUSTED_REPOSITORIES]
+                      + [{"VKBENCH_VALKEY_REPOSITORY": FORK}],     # upstream's branch, upstream no longer trusted
 }
 SCRIPTS = {"ab.sh": (AB, VALID_AB, HOSTILE_AB), "bisect.sh": (BISECT, VALID_BISECT, HOSTILE_BISECT)}
 CHECK_CASES = [(script, name, i) for script, (_, _, hostile) in SCRIPTS.items() for name, cases in hostile.items()
@@ -180,7 +225,7 @@ def run_check(script: str, tmp_path: Path, overrides: dict[str, str]) -> subproc
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "RUNNER_", "VKBENCH_"))}
     env.update(valid, GITHUB_ACTIONS="true", GITHUB_OUTPUT=str(tmp_path / "github_output"),
                GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
-    env.update(overrides)
+    env.update(with_canary(tmp_path, overrides))
     return subprocess.run(["bash", str(path), "check"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
 
 
@@ -194,32 +239,29 @@ def test_valid_ab_and_bisect_inputs_pass_the_check(tmp_path, script):
 
 @pytest.mark.parametrize("script,name,i", CHECK_CASES, ids=[f"{s[:-3]}-{n}-{i}" for s, n, i in CHECK_CASES])
 def test_hostile_ab_and_bisect_input_is_refused(tmp_path, script, name, i):
-    Path(CANARY).unlink(missing_ok=True)
     overrides = SCRIPTS[script][2][name][i]
     proc = run_check(script, tmp_path, overrides)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 2, (overrides, text[-2000:])
     assert "::error" in proc.stdout
     assert "Traceback" not in text and "Argument list too long" not in text
-    assert not Path(CANARY).exists()                    # nothing executed
+    assert not canary(tmp_path).exists()                # nothing executed
     assert len(text) < 20_000                           # a huge value is not echoed back whole
-    assert not (tmp_path / "github_output").exists() or (tmp_path / "github_output").read_text() == ""
+    for written in ("github_output", "summary.md"):     # nothing routed, nothing offered for approval
+        assert not (tmp_path / written).exists() or (tmp_path / written).read_text() == "", written
     if name == "runner_class":
         assert all(c in proc.stdout for c in CLASSES["classes"]), "the error names the allowed classes"
 
 
-UPSTREAM = "https://github.com/valkey-io/valkey"
-FORK = "https://github.com/someone/valkey"
-CONFIRM = {"VKBENCH_AB_BASE": "a" * 40, "VKBENCH_AB_CANDIDATE": "b" * 40, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab"}
-INCIDENT = {"VKBENCH_BISECT_GOOD": "a" * 40, "VKBENCH_BISECT_BAD": "b" * 40, "VKBENCH_BISECT_INCIDENT": "inc-0123456789ab",
+CONFIRM = {"VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_CANDIDATE": SHA_B, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab"}
+INCIDENT = {"VKBENCH_BISECT_GOOD": SHA_A, "VKBENCH_BISECT_BAD": SHA_B, "VKBENCH_BISECT_INCIDENT": "inc-0123456789ab",
             "VKBENCH_BISECT_ISSUE": "12"}
+# (confirm with any other repository than the variable's is refused: HOSTILE_AB["confirm_untrusted"])
 TRUSTED_CASES = [
     ("ab.sh", CONFIRM, "true"),                                                      # the nightly's confirmation
     ("ab.sh", {**CONFIRM, "VKBENCH_AB_CONFIRM": ""}, "false"),                       # any other A/B of upstream
-    ("ab.sh", {**CONFIRM, "VKBENCH_AB_REPOSITORY": FORK}, "false"),                  # a fork's commits with confirm set
-    ("ab.sh", {**CONFIRM, "VKBENCH_AB_REPOSITORY": UPSTREAM + ".git"}, "false"),     # exactly the variable, nothing like it
-    ("ab.sh", {**CONFIRM, "VKBENCH_AB_REPOSITORY": UPSTREAM + "/x"}, "false"),
-    ("ab.sh", {**CONFIRM, "VKBENCH_VALKEY_REPOSITORY": FORK}, "false"),              # the variable names another repository
+    ("ab.sh", {**CONFIRM, "VKBENCH_AB_CONFIRM": "", "VKBENCH_AB_REPOSITORY": FORK}, "false"),     # a fork's commits
+    ("ab.sh", {**CONFIRM, "VKBENCH_AB_CONFIRM": "", "VKBENCH_AB_PR": "17"}, "false"),               # a pull request
     ("ab.sh", {**CONFIRM, "VKBENCH_VALKEY_REPOSITORY": FORK, "VKBENCH_AB_REPOSITORY": FORK}, "true"),
     ("bisect.sh", INCIDENT, "true"),                                                 # the nightly's bisect of an incident
     ("bisect.sh", {**INCIDENT, "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_ISSUE": ""}, "false"),   # a manual bisect
@@ -236,6 +278,49 @@ def test_trusted_only_for_the_nightlys_follow_ups_of_the_trusted_repository(tmp_
     proc = run_check(script, tmp_path, overrides)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "github_output").read_text() == f"trusted={trusted}\n"
+
+
+SUMMARY_CASES = [
+    # a fork's two commits: both SHAs, the repository escaped (its _ would start emphasis)
+    ("ab.sh", {"VKBENCH_AB_REPOSITORY": "https://github.com/some_one/valkey", "VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_CANDIDATE": SHA_B},
+     ["| repository | https://github.com/some\\_one/valkey |", f"| base | commit {SHA_A} |", f"| candidate | commit {SHA_B} |"]),
+    # a pull request: its number and the approved head
+    ("ab.sh", {"VKBENCH_AB_REPOSITORY": FORK, "VKBENCH_AB_BASE": SHA_A, "VKBENCH_AB_PR": "17", "VKBENCH_AB_CANDIDATE": SHA_B},
+     [f"| base | commit {SHA_A} |", f"| candidate | pull request #17 at commit {SHA_B} (refused if its head moved) |"]),
+    # the trusted repository may name a branch: said so
+    ("ab.sh", {}, ["| base | unstable of the trusted repository (its tip when the job starts) |",
+                   "| candidate | feature-x of the trusted repository (its tip when the job starts) |"]),
+    ("ab.sh", CONFIRM, [f"| base | commit {SHA_A} |", "Trusted: the confirmation confirm-0123456789ab of two commits"]),
+    ("bisect.sh", {"VKBENCH_BISECT_REPOSITORY": FORK, "VKBENCH_BISECT_GOOD": SHA_A, "VKBENCH_BISECT_BAD": SHA_B},
+     [f"| repository | {FORK} |", f"| good | commit {SHA_A} |", f"| bad | commit {SHA_B} |"]),
+    ("bisect.sh", INCIDENT, [f"| good | commit {SHA_A} |", "Trusted: the bisect of incident inc-0123456789ab"]),
+]
+
+
+@pytest.mark.parametrize("script,overrides,lines", SUMMARY_CASES, ids=[f"{s[:-3]}-{i}" for i, (s, _, _) in enumerate(SUMMARY_CASES)])
+def test_the_check_shows_the_reviewer_what_will_be_built(tmp_path, script, overrides, lines):
+    """The inputs job's summary (on the run page, where a reviewer of `benchmark` approves) names
+    exactly the commits the self-hosted job will build."""
+    proc = run_check(script, tmp_path, overrides)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("## A/B to approve" if script == "ab.sh" else "## Bisect to approve"), summary
+    for line in lines:
+        assert line in summary, (line, summary)
+
+
+def test_summary_text_is_inert_markdown(tmp_path):
+    """lib.sh's ci_md_text: a value cannot open a link, an image, a tag, a code span, emphasis or
+    a table cell, nor start a line of its own."""
+    value = "[x](javascript:alert(1)) <img src=x onerror=alert(1)> `code` | pipe *b* _i_ ~s~\n# heading\r\\"
+    proc = subprocess.run(["bash", "-c", 'source "$1"; ci_md_text "$2"', "-", str(REPO / "tools" / "ci" / "lib.sh"), value],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ("\\[x\\](javascript:alert(1)) \\<img src=x onerror=alert(1)\\> \\`code\\` \\| pipe "
+                           "\\*b\\* \\_i\\_ \\~s\\~ # heading \\\\")
+    long = subprocess.run(["bash", "-c", 'source "$1"; ci_md_text "$2"', "-", str(REPO / "tools" / "ci" / "lib.sh"), HUGE],
+                          capture_output=True, text=True, timeout=30)
+    assert long.stdout == "a" * 300
 
 
 def dispatch_inputs(workflow: Path) -> dict:
@@ -275,13 +360,19 @@ def test_runner_class_reaches_the_check_step():
 
 def test_workflow_level_concurrency_takes_no_raw_dispatch_input():
     """A workflow-level group is evaluated before any job checked the inputs: an input may only
-    appear JSON-quoted (toJSON) and guarded by the form its dispatcher uses (startsWith)."""
+    appear JSON-quoted (toJSON), guarded by the form its dispatcher uses (startsWith) or, where no
+    prefix tells that form (an incident id is 12 hex or inc-<12 hex>), by being set (!= '')."""
+    keyed = {}
     for workflow in sorted(WORKFLOWS.glob("*.yml")):
         group = str((yaml.safe_load(workflow.read_text()).get("concurrency") or {}).get("group", ""))
         for name in set(re.findall(r"inputs\.([A-Za-z0-9_]+)", group)):
-            uses = re.findall(rf"[A-Za-z]*\(?inputs\.{name}\b", group)
-            assert all(u in (f"toJSON(inputs.{name}", f"startsWith(inputs.{name}") for u in uses), f"{workflow.name}: {group}"
-            assert f"startsWith(inputs.{name}, " in group, f"{workflow.name}: {group}"
+            uses = re.findall(rf"[A-Za-z]*\(?inputs\.{name}\b(?: != '')?", group)
+            guards = (f"startsWith(inputs.{name}", f"inputs.{name} != ''")
+            assert all(u in (f"toJSON(inputs.{name}", *guards) for u in uses), f"{workflow.name}: {group}"
+            assert f"toJSON(inputs.{name})" in group and any(g in group for g in guards), f"{workflow.name}: {group}"
+            keyed[workflow.name] = name
+    # a re-dispatched confirmation or incident bisect waits for the first instead of running twice
+    assert keyed == {"ab.yml": "confirm", "bisect.yml": "incident"}, keyed
 
 
 def test_hostile_case_counts(tmp_path_factory, capsys):

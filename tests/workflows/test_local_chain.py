@@ -270,13 +270,16 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     assert bisect["bisect"] == ["tools/setup.sh", "tools/ci/bisect.sh run", "tools/ci/teardown.sh"]
     assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"][0] == "tools/ci/bisect.sh comment"
 
-    good = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="unstable",
-                VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="", VKBENCH_MACHINE_CLASS="cloud-x86")
-    assert _script("ab.sh", "check", good, tmp_path).returncode == 0
-    # The caller template pins the head that was approved: the PR's number and its full SHA, which
-    # `ab.sh run` hands to vkbench as --pr-head (vkbench refuses a pull request that moved since).
-    pinned = {**good, "VKBENCH_AB_CANDIDATE": "4fd5645d80ae" * 3 + "4fd5"}
+    # The caller template pins what was approved: the base commit, the PR's number and its head's
+    # full SHA, which `ab.sh run` hands to vkbench as --pr-head (vkbench refuses a pull request that
+    # moved since). A fork's branch, or a PR without its head, could build code pushed after approval.
+    pinned = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="c" * 40,
+                  VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="4fd5645d80ae" * 3 + "4fd5", VKBENCH_MACHINE_CLASS="cloud-x86")
     assert _script("ab.sh", "check", pinned, tmp_path).returncode == 0
+    for unpinned in ({"VKBENCH_AB_CANDIDATE": ""}, {"VKBENCH_AB_BASE": "unstable"},
+                     {"VKBENCH_AB_PR": "", "VKBENCH_AB_CANDIDATE": "feature"}):
+        proc = _script("ab.sh", "check", {**pinned, **unpinned}, tmp_path)
+        assert proc.returncode == 2 and "full" in proc.stderr, (unpinned, proc.stderr)
     recorder = tmp_path / "vkbench-args"
     (tmp_path / "fake-vkbench").write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {recorder}\n')
     (tmp_path / "fake-vkbench").chmod(0o755)
@@ -288,7 +291,7 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     assert "--candidate" not in argv and "--require-branch" not in argv      # a PR: the reviewer's gate
     # The trusted path (the nightly's confirmation of upstream's commits, or the inputs job saying
     # so): both commits must be on upstream's default branch, checked by vkbench before building.
-    confirm = {**good, "VKBENCH_AB_REPOSITORY": "https://github.com/valkey-io/valkey", "VKBENCH_AB_PR": "",
+    confirm = {**pinned, "VKBENCH_AB_REPOSITORY": "https://github.com/valkey-io/valkey", "VKBENCH_AB_PR": "",
                "VKBENCH_AB_BASE": "a" * 40, "VKBENCH_AB_CANDIDATE": "b" * 40, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab",
                "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
     for extra, branch in (({}, "unstable"), ({"VKBENCH_VALKEY_BRANCH": "main"}, "main"),
@@ -303,12 +306,17 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
                 {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_CANDIDATE": "feature"},
                 {"VKBENCH_AB_CONFIRM": "confirm-0123456789ab"},     # a PR's numbers never reach the history
                 {"VKBENCH_AB_PR": "", "VKBENCH_AB_CANDIDATE": "$(id)"}, {"VKBENCH_AB_MAX_ROUNDS": "1000"}):
-        proc = _script("ab.sh", "check", {**good, **bad}, tmp_path)
+        proc = _script("ab.sh", "check", {**pinned, **bad}, tmp_path)
         assert proc.returncode == 2, (bad, proc.stdout, proc.stderr)
     bisect_env = dict(base_env(tmp_path), VKBENCH_BISECT_REPOSITORY="https://gitlab.com/g/valkey",
-                      VKBENCH_BISECT_GOOD="c419524", VKBENCH_BISECT_BAD="unstable", VKBENCH_MACHINE_CLASS="cloud-x86")
+                      VKBENCH_BISECT_GOOD="c" * 40, VKBENCH_BISECT_BAD="d" * 40, VKBENCH_MACHINE_CLASS="cloud-x86")
     assert _script("bisect.sh", "check", bisect_env, tmp_path).returncode == 0
     assert _script("bisect.sh", "check", {**bisect_env, "VKBENCH_BISECT_ISSUE": "x"}, tmp_path).returncode == 2
+    for unpinned in ({"VKBENCH_BISECT_GOOD": "c419524"}, {"VKBENCH_BISECT_BAD": "unstable"}):
+        assert _script("bisect.sh", "check", {**bisect_env, **unpinned}, tmp_path).returncode == 2, unpinned
+    # Upstream (the trusted repository) may still name its branch.
+    assert _script("bisect.sh", "check", {**bisect_env, "VKBENCH_BISECT_REPOSITORY": "https://github.com/valkey-io/valkey",
+                                          "VKBENCH_BISECT_BAD": "unstable"}, tmp_path).returncode == 0
     # The nightly's bisect of an incident: the cell and --require-branch reach vkbench bisect.
     incident_env = {**bisect_env, "VKBENCH_BISECT_REPOSITORY": "https://github.com/valkey-io/valkey",
                     "VKBENCH_BISECT_INCIDENT": "0123456789ab", "VKBENCH_BISECT_ISSUE": "4",
@@ -320,6 +328,18 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     assert _script("bisect.sh", "run", {**incident_env, "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_ISSUE": ""},
                    tmp_path).returncode == 0
     assert "--require-branch" not in recorder.read_text().splitlines()
+
+    # The self-hosted jobs run native servers, and their `if: always()` teardown cleans up that
+    # same backend (teardown.sh's own default is compose, the nightly's backend).
+    for workflow, job_id, script in (("ab.yml", "ab", "ab.sh"), ("bisect.yml", "bisect", "bisect.sh")):
+        job_env = {k: str(v) for k, v in yaml.safe_load((WORKFLOWS / workflow).read_text())["jobs"][job_id]["env"].items()}
+        run_env = {**(confirm if script == "ab.sh" else incident_env), **job_env, "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
+        assert _script(script, "run", run_env, tmp_path).returncode == 0
+        argv = recorder.read_text().splitlines()
+        assert "--backend" not in argv or argv[argv.index("--backend") + 1] == "native", argv
+        assert _script("teardown.sh", "", run_env, tmp_path).returncode == 0
+        argv = recorder.read_text().splitlines()
+        assert argv[:2] == ["run", "--backend"] and argv[2] == "native" and "--cleanup-only" in argv, (workflow, argv)
 
     ab_dir = tmp_path / "ab"
     ab_dir.mkdir()
@@ -341,6 +361,12 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
         # No token for the Valkey repository: a warning, no call, the job still succeeds.
         api.calls.clear()
         logs.run("pr-comment.sh", {**comment_env, "GH_TOKEN": ""}, tmp_path)
+        assert api.calls == []
+        # The repository becomes part of the API path: exactly OWNER/NAME, no . or .. segment.
+        for repo in ("someone/valkey/x", "../valkey", "someone/..", "someone/.", "./valkey", "some..one/valkey", "someone",
+                     "someone/valkey/../../other/repo", "/someone/valkey"):
+            proc = logs.run("pr-comment.sh", {**comment_env, "VKBENCH_PR_REPO": repo}, tmp_path, check=False)
+            assert proc.returncode == 2 and "OWNER/NAME" in proc.stdout + proc.stderr, (repo, proc.stderr)
         assert api.calls == []
 
         (tmp_path / "bisect").mkdir()
@@ -415,7 +441,8 @@ def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
     bisect.yml dispatch, REST, with the incident's commits, class, issue, id and cell); bisect.yml
     with those inputs: the check says trusted, the (simulated) bisect's report is recorded by the
     publish job (bisects.json, detect.json, the site), and the alert job comments and updates the
-    issue body with the culprit. Nothing is dispatched twice."""
+    issue body with the culprit (the issue opened that night: no second one). Nothing is
+    dispatched twice."""
     scripts, bisect_jobs = workflow_scripts("benchmark.yml"), workflow_scripts("bisect.yml")
     assert scripts["alert"][-1] == "tools/ci/alert.sh" and scripts["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
     assert bisect_jobs["publish"][-1] == "tools/ci/bisect.sh record"
@@ -435,11 +462,13 @@ def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
                  tmp_path)
         (created,) = [c for c in api.calls if c["method"] == "POST" and c["path"] == f"/repos/{OWNER_REPO}/issues"]
         assert "culprit" not in created["body"]["body"]
+        assert list(api.issues) == [1] and api.issues[1]["state"] == "open"
         api.calls.clear()
         dispatch_env = dict(pages, GITHUB_TOKEN=FAKE_TOKEN, GH_TOKEN=FAKE_TOKEN, GITHUB_API_URL=api.url, GITHUB_REF_NAME="main",
                             VKBENCH_ALERT_ACTIONS=str(actions))
         logs.run("bisect.sh", dispatch_env, tmp_path, args=["dispatch"])
         (dispatch,) = api.calls
+        issues_after_the_nightly = api.issues        # what GitHub holds from here on
     (action,) = json.loads(actions.read_text())
     assert action["kind"] == "create" and action["issue"] == 1
     assert (dispatch["method"], dispatch["path"]) == ("POST", f"/repos/{OWNER_REPO}/actions/workflows/bisect.yml/dispatches")
@@ -486,16 +515,23 @@ def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
                 if i["id"] == inputs["incident"]]
     assert shown["bisect"]["culprit_url"] == f"{UPSTREAM}/commit/{commits[8]}"
 
-    # bisect.yml's alert job: the comment, then the issue body with the culprit; dispatch again: nothing.
-    with FakeGitHub() as api:
+    # bisect.yml's alert job: the comment, then the issue the nightly opened (issue 1, found by its
+    # label and marker) gets the culprit in its body; no second issue; dispatch again: nothing.
+    with FakeGitHub(issues=issues_after_the_nightly) as api:
         comment_env = dict(pages, GH_TOKEN=FAKE_TOKEN, GITHUB_API_URL=api.url, VKBENCH_BISECT_ISSUE="1", VKBENCH_BISECT_DIR=str(out))
         logs.run("bisect.sh", comment_env, tmp_path, args=["comment"])
         logs.run("alert.sh", dict(pages, VKBENCH_API_URL=api.url, GITHUB_TOKEN=FAKE_TOKEN), tmp_path)
-        comment, body = api.calls[0], next(c for c in api.calls if c["method"] == "POST" and c["path"].endswith("/issues"))
+        comment = api.calls[0]
+        listed = [c for c in api.calls if c["method"] == "GET" and c["path"].startswith(f"/repos/{OWNER_REPO}/issues?")]
+        (update,) = [c for c in api.calls if c["method"] == "PATCH"]
+        assert [c for c in api.calls if c["method"] == "POST" and c["path"] == f"/repos/{OWNER_REPO}/issues"] == [], api.calls
         api.calls.clear()
         logs.run("bisect.sh", dict(dispatch_env, GITHUB_API_URL=api.url), tmp_path, args=["dispatch"])
         assert api.calls == []
     assert comment["path"] == f"/repos/{OWNER_REPO}/issues/1/comments" and "**Culprit:**" in comment["body"]["body"]
-    assert f"**culprit** ([bisect]({run_url}) (1 A/B step)): [`{commits[8][:10]}`]({UPSTREAM}/commit/{commits[8]})" in body["body"]["body"]
+    assert listed and all("labels=vkbench-regression" in c["path"] for c in listed), listed
+    culprit = f"**culprit** ([bisect]({run_url}) (1 A/B step)): [`{commits[8][:10]}`]({UPSTREAM}/commit/{commits[8]})"
+    assert update["path"] == f"/repos/{OWNER_REPO}/issues/1" and culprit in update["body"]["body"], update
+    assert list(api.issues) == [1] and culprit in api.issues[1]["body"] and api.issues[1]["state"] == "open"
     assert f"{inputs['incident']}: already bisected" in (tmp_path / "step_summary.md").read_text()
     assert FAKE_TOKEN not in logs.text

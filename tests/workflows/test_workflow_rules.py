@@ -37,6 +37,8 @@ def test_repository_workflows_break_no_rule():
         ("self_hosted_environment", "self-hosted-environment"),
         ("trusted_environment", "trusted-environment"),
         ("trusted_environment_output", "trusted-environment"),
+        ("inputs_gate", "inputs-gate"),
+        ("trusted_write", "trusted-write"),
     ],
 )
 def test_each_rule_reports_its_broken_fixture(fixture, rule):
@@ -52,7 +54,8 @@ def test_every_fixture_directory_is_tested():
         "pinned_tag", "pinned_no_comment", "permissions_missing", "write_scope_wrong_job",
         "self_hosted_pr_unguarded", "self_hosted_pr_via_call", "run_interpolation",
         "persist_credentials", "self_hosted_timeout", "fail_fast", "runner_concurrency",
-        "self_hosted_environment", "trusted_environment", "trusted_environment_output",
+        "self_hosted_environment", "trusted_environment", "trusted_environment_output", "inputs_gate",
+        "trusted_write",
     }
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == tested
 
@@ -113,6 +116,17 @@ def test_scripts_called_by_workflows_exist_and_are_executable():
         assert path.stat().st_mode & 0o111, f"{script} is not executable"
 
 
+def test_workflows_name_only_workflows_that_exist():
+    """A workflow's comments and steps name other workflows by file (who shares a concurrency group,
+    who dispatches whom): each such name is a workflow of this repository, none a deleted one."""
+    import re
+
+    existing = {p.name for p in WORKFLOWS.glob("*.yml")}
+    for workflow in sorted(WORKFLOWS.glob("*.yml")):
+        named = set(re.findall(r"\b([A-Za-z0-9_-]+\.ya?ml)\b", workflow.read_text()))
+        assert named <= existing, f"{workflow.name} names {sorted(named - existing)}"
+
+
 def test_dispatch_form_docs_cover_every_input():
     """docs/workflows.md and its annotated form explain every input the form shows."""
     from workflow_paths import REPO
@@ -170,8 +184,35 @@ def test_the_bisect_dispatch_job_holds_least_privilege():
         assert [u["with"]["name"] for u in uploads] == ["vkbench-alert"] and "vkbench-alert" in [d["with"]["name"] for d in downloads]
         holders = {job_id for job_id, j in jobs.items() if (j.get("permissions") or {}).get("actions") == "write"}
         assert holders == ({"confirm", "dispatch-bisect"} if name == "benchmark.yml" else {"dispatch-bisect"}), holders
-    bisect = load_dir(WORKFLOWS)["bisect.yml"].jobs
-    # The culprit is recorded by a hosted job of its own (the only one with contents: write), on the
-    # trusted path only; the self-hosted bisect job holds nothing but contents: read.
-    assert bisect["publish"]["permissions"] == {"contents": "write"} and bisect["bisect"]["permissions"] == {"contents": "read"}
-    assert "needs.inputs.outputs.trusted == 'true'" in bisect["publish"]["if"]
+    # The culprit (bisect.yml) and the confirmation's verdict (ab.yml) are recorded by a hosted job of
+    # their own (the only one with contents: write), on the trusted path only; the self-hosted job
+    # holds nothing but contents: read.
+    for name, runs in (("bisect.yml", "bisect"), ("ab.yml", "ab")):
+        jobs = load_dir(WORKFLOWS)[name].jobs
+        writers = {job_id for job_id, j in jobs.items() if (j.get("permissions") or {}).get("contents") == "write"}
+        assert writers == {"publish"}, (name, writers)
+        assert jobs["publish"]["permissions"] == {"contents": "write"} and jobs[runs]["permissions"] == {"contents": "read"}
+        assert jobs["publish"]["needs"] == ["inputs", runs], name
+        assert "needs.inputs.outputs.trusted == 'true'" in jobs["publish"]["if"] and "||" not in jobs["publish"]["if"], name
+
+
+def test_jobs_after_a_refused_dispatch_do_not_run():
+    """ab.yml's comment and bisect.yml's alert run on !cancelled() (after a failed A/B or bisect too),
+    so they need `inputs` and require its success: a dispatch the check refused posts nothing."""
+    for name, job_id in (("ab.yml", "comment"), ("bisect.yml", "alert")):
+        job = load_dir(WORKFLOWS)[name].jobs[job_id]
+        assert "inputs" in job["needs"] and "needs.inputs.result == 'success'" in job["if"], (name, job)
+    violations = [v for v in check_dir(WORKFLOWS) if v.rule in ("inputs-gate", "trusted-write")]
+    assert violations == [], violations
+
+
+def test_self_hosted_jobs_tear_down_the_backend_they_ran():
+    """teardown.sh cleans up $VKBENCH_BACKEND (default compose): every job that calls it sets the
+    backend its run used at the job level, so an ab/bisect job (native) removes native leftovers."""
+    expected = {("benchmark.yml", "bench"): "compose", ("ab.yml", "ab"): "native", ("bisect.yml", "bisect"): "native"}
+    seen = {}
+    for wf in load_dir(WORKFLOWS).values():
+        for job_id, job in wf.jobs.items():
+            if any(str(step.get("run", "")).strip() == "tools/ci/teardown.sh" for step in job.get("steps") or []):
+                seen[(wf.name, job_id)] = (job.get("env") or {}).get("VKBENCH_BACKEND")
+    assert seen == expected

@@ -24,6 +24,14 @@ Rules (the ``rule`` field of a violation):
 - ``trusted-environment`` a job whose environment can be ``benchmark-nightly`` (no reviewers)
                          chosen by anything but a schedule or the ``trusted`` output of its own
                          workflow's GitHub-hosted ``inputs`` job, set by a tools/ci check script
+- ``inputs-gate``        in a workflow with an ``inputs`` job (the check of the dispatch inputs), a
+                         job that can run although that job failed: ``always()``, ``!cancelled()``
+                         or ``failure()`` lift the implicit "every need succeeded", so such a job
+                         must require ``needs.<job>.result == 'success'`` of ``inputs`` or of a
+                         need that is gated itself
+- ``trusted-write``      in a workflow whose ``inputs`` job outputs ``trusted``, a job holding
+                         ``contents: write`` (the history) that does not need ``inputs`` and
+                         require ``needs.inputs.outputs.trusted == 'true'``
 """
 
 from __future__ import annotations
@@ -115,6 +123,8 @@ def check_dir(path: Path) -> list[Violation]:
             out += _check_run_interpolation(wf, job_id, job)
             out += _check_checkout_credentials(wf, job_id, job)
             out += _check_trusted_environment(wf, job_id, job)
+            out += _check_inputs_gate(wf, job_id, job)
+            out += _check_trusted_write(wf, job_id, job)
             if is_self_hosted(job):
                 out += _check_self_hosted(wf, job_id, job, workflows, callers)
     return out
@@ -340,3 +350,60 @@ def _check_trusted_environment(wf: Workflow, job_id: str, job: dict) -> list[Vio
     if step is None or not _CHECK_SCRIPT.match(str(step.get("run", "")).strip()):
         return violation("the `inputs` job's trusted output is not the output of its tools/ci check step")
     return []
+
+
+#: Status functions that lift a job's implicit ``success()`` (run only when every need succeeded).
+_STATUS_OVERRIDE = re.compile(r"\b(always|cancelled|failure)\s*\(")
+_TRUSTED_VERDICT = re.compile(r"needs\.inputs\.outputs\.trusted\s*==\s*'true'")
+
+
+def _needs(job: dict) -> list[str]:
+    needs = job.get("needs")
+    return [needs] if isinstance(needs, str) else [str(n) for n in needs or []]
+
+
+def _condition(job: dict) -> str:
+    return " ".join(str(job.get("if", "")).split())
+
+
+def _requires_success_of(condition: str, job_id: str) -> bool:
+    return re.search(rf"needs\.{re.escape(job_id)}\.result\s*==\s*'success'", condition) is not None
+
+
+def _gated_by_inputs(wf: Workflow, job_id: str, seen: frozenset[str] = frozenset()) -> bool:
+    """The job runs only when the ``inputs`` job succeeded (directly or through its needs)."""
+    job = wf.jobs.get(job_id)
+    if not isinstance(job, dict) or job_id in seen:
+        return False
+    seen = seen | {job_id}
+
+    def gated(need: str) -> bool:
+        return need == "inputs" or _gated_by_inputs(wf, need, seen)
+
+    condition = _condition(job)
+    if not _STATUS_OVERRIDE.search(condition):
+        return any(gated(need) for need in _needs(job))
+    # `a || b` could hold without the success clause: only a conjunction counts.
+    return "||" not in condition and any(gated(need) and _requires_success_of(condition, need) for need in _needs(job))
+
+
+def _check_inputs_gate(wf: Workflow, job_id: str, job: dict) -> list[Violation]:
+    if job_id == "inputs" or not isinstance(wf.jobs.get("inputs"), dict) or _gated_by_inputs(wf, job_id):
+        return []
+    return [Violation("inputs-gate", wf.name, job_id,
+                      "runs even when the `inputs` job refused the dispatch: need `inputs` and require "
+                      "needs.inputs.result == 'success' (or the success of a need that does) next to !cancelled()/always()")]
+
+
+def _check_trusted_write(wf: Workflow, job_id: str, job: dict) -> list[Violation]:
+    inputs = wf.jobs.get("inputs")
+    if not isinstance(inputs, dict) or "trusted" not in (inputs.get("outputs") or {}):
+        return []
+    if "contents" not in _write_scopes(job.get("permissions")):
+        return []
+    condition = _condition(job)
+    if "inputs" in _needs(job) and "||" not in condition and _TRUSTED_VERDICT.search(condition):
+        return []
+    return [Violation("trusted-write", wf.name, job_id,
+                      "contents: write (the history) outside the trusted path: need `inputs` and require "
+                      "needs.inputs.outputs.trusted == 'true' in the job's if")]

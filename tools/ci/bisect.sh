@@ -12,7 +12,9 @@
 #                                commits of the trusted repository (GH_TOKEN with actions: write)
 #
 #   VKBENCH_BISECT_REPOSITORY  https URL of the Valkey repository (github.com or gitlab.com)
-#   VKBENCH_BISECT_GOOD / _BAD the ends of the range (branch, tag or 7-40 hex commit)
+#   VKBENCH_BISECT_GOOD / _BAD the ends of the range: full 40-hex commit SHAs (what the reviewer
+#                              approves is what runs: check writes them to the job summary); a
+#                              branch, tag or shorter commit only for the trusted repository
 #   VKBENCH_BISECT_PRESET      cells (default ab); VKBENCH_BISECT_CELL one cell (JSON) instead
 #   VKBENCH_BISECT_ISSUE       incident issue number (optional)
 #   VKBENCH_BISECT_INCIDENT    incident id in detect.json (optional; set by dispatch): with the
@@ -108,11 +110,13 @@ good="${VKBENCH_BISECT_GOOD:-}"
 bad="${VKBENCH_BISECT_BAD:-}"
 preset="${VKBENCH_BISECT_PRESET:-ab}"
 cell="${VKBENCH_BISECT_CELL:-}"
-ref_re='^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$'
 [[ "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] \
   || fail "repository must be an https URL of a github.com or gitlab.com repository"
-[[ "$good" =~ $ref_re && "$good" != *..* ]] || fail "good must be a branch, tag or commit"
-[[ "$bad" =~ $ref_re && "$bad" != *..* ]] || fail "bad must be a branch, tag or commit"
+# The trusted repository (its branches are pushed only by its maintainers) may name refs; any
+# other repository's ends are the full commit SHAs the reviewer approves (docs/security.md).
+ci_trusted_source || exit 2
+ci_check_commit good "$good" "$repo" || exit 2
+ci_check_commit bad "$bad" "$repo" || exit 2
 [[ "$preset" =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || fail "preset must be a preset name (letters, digits and -, not starting with -)"
 ci_check_cell cell "$cell" || exit 2
 # An incident's culprit goes into the history: only with the issue it belongs to.
@@ -122,7 +126,6 @@ ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
 # The nightly's own bisect of an incident between two commits of the trusted repository runs like
 # the nightly (environment benchmark-nightly, no reviewer), once `vkbench bisect --require-branch`
 # has checked that both ends are merged; anything else waits for a reviewer (docs/security.md).
-ci_trusted_source || exit 2
 trusted=false
 ci_trusted_followup "$repo" "$incident" && trusted=true
 
@@ -132,6 +135,18 @@ case "$mode" in
     if [[ "$trusted" == true ]]; then
       echo "trusted: the bisect of an incident between commits of the nightly's repository (checked on its branch before building)"
     fi
+    # What the reviewer of `benchmark` approves: exactly these commits (and those between) are built.
+    {
+      printf '## Bisect to approve\n\n| | |\n| --- | --- |\n'
+      printf '| repository | %s |\n' "$(ci_md_text "$repo")"
+      printf '| good | %s |\n' "$(ci_md_commit "$good")"
+      printf '| bad | %s |\n' "$(ci_md_commit "$bad")"
+      if [[ "$trusted" == true ]]; then
+        printf '\nTrusted: the bisect of incident %s between two commits of the trusted repository (runs without a reviewer once both are checked on its branch).\n' \
+          "$(ci_md_text "$incident")"
+      fi
+      printf '\n'
+    } | ci_summary
     ci_output trusted "$trusted"
     exit 0 ;;
   run)

@@ -90,6 +90,16 @@ ci_summary() {
   fi
 }
 
+# ci_md_text VALUE: VALUE as inert Markdown text for a job summary: control characters and
+# newlines folded to spaces, cut at 300 characters, and every character that could open a link,
+# an image, emphasis, a code span, a tag, an autolink or a table cell backslash-escaped (the set
+# of vkbench.alerts.markdown.text; the inputs jobs call this before vkbench is installed).
+ci_md_text() {
+  local s LC_ALL=C
+  s="$(printf '%s' "$1" | tr '\001-\037\177' ' ')"
+  printf '%s' "${s:0:300}" | sed 's/[][\`*_{}<>|~]/\\&/g'
+}
+
 # ci_git_auth: let git (and so vkbench publish) reach the GitHub remote with $GITHUB_TOKEN,
 # for the processes of this step only. The token goes into an http.extraheader through
 # GIT_CONFIG_* variables, never into .git/config (where actions/checkout would persist it and
@@ -250,6 +260,40 @@ ci_trusted_source() {
 # first), else 1. The callers have already refused a pull request number together with MARKER.
 ci_trusted_followup() {
   [[ -n "$2" && -n "${CI_TRUSTED_REPOSITORY:-}" && "$1" == "$CI_TRUSTED_REPOSITORY" ]]
+}
+
+# ci_is_full_sha VALUE: status 0 when VALUE is a full 40-hex (lowercase) commit SHA.
+ci_is_full_sha() {
+  local LC_ALL=C
+  [[ "$1" =~ ^[0-9a-f]{40}$ ]]
+}
+
+# ci_check_commit NAME VALUE REPOSITORY: VALUE names a commit of REPOSITORY for a build: the full
+# 40-hex SHA, or - for the trusted repository only (ci_trusted_source first), whose branches only
+# its maintainers push - a branch, tag or shorter commit (no leading -, no ..). A branch of any
+# other repository could move after a reviewer approved the run, so it is refused: an ::error::
+# and status 2.
+ci_check_commit() {
+  local name="$1" value="$2" repo="$3" LC_ALL=C
+  ci_is_full_sha "$value" && return 0
+  if [[ -z "${CI_TRUSTED_REPOSITORY:-}" || "$repo" != "$CI_TRUSTED_REPOSITORY" ]]; then
+    ci_error "Invalid input ${name}" "${name} must be the full 40-hex SHA of a commit: for a repository other than the trusted one, a branch or tag could move after the approval"
+    return 2
+  fi
+  if [[ ! "$value" =~ ^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$ || "$value" == *..* ]]; then
+    ci_error "Invalid input ${name}" "${name} must be a branch, tag or commit"
+    return 2
+  fi
+}
+
+# ci_md_commit VALUE: a job summary's words for a commit ci_check_commit accepted: the full SHA,
+# or a ref of the trusted repository, which the job resolves when it starts.
+ci_md_commit() {
+  if ci_is_full_sha "$1"; then
+    printf 'commit %s' "$(ci_md_text "$1")"
+  else
+    printf '%s of the trusted repository (its tip when the job starts)' "$(ci_md_text "$1")"
+  fi
 }
 
 # ci_record_in_history PAGES MESSAGE TITLE CMD...: clone the pages branch into PAGES, run CMD

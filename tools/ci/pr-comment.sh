@@ -19,7 +19,9 @@ if [[ ! "${VKBENCH_PR_NUMBER:-}" =~ ^[0-9]+$ ]]; then
 fi
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
 repo="${VKBENCH_PR_REPO:-${GITHUB_REPOSITORY:-}}"
-if [[ ! "$repo" =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]]; then
+# Exactly OWNER/NAME: it becomes part of the API path, where another segment or a . or ..
+# (a path the server normalises) would post somewhere else.
+if [[ ! "$repo" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ || "$repo" == *..* || "${repo%%/*}" == . || "${repo#*/}" == . ]]; then
   ci_error "comment" "VKBENCH_PR_REPO must be OWNER/NAME"
   exit 2
 fi

@@ -22,7 +22,7 @@ from .console import make_console
 @click.option("--candidate", default=None, help="Candidate ref: branch, tag or (short) SHA.")
 @click.option("--pr", type=int, default=None, help="Pull request number of --repo: the candidate is its head.")
 @click.option("--pr-head", default=None, metavar="SHA",
-              help="With --pr: the head commit that was approved; refuse to run if the pull request moved since.")
+              help="With --pr: the full SHA of the head commit that was approved; refuse to run if the pull request moved since.")
 @click.option("--require-branch", default=None, metavar="BRANCH",
               help="Refuse, before building, unless both commits are on BRANCH of --repo (its tip or an ancestor).")
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Matrix whose cells both sides run.")
@@ -44,9 +44,10 @@ def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, req
     url = url or source_build.repo_url()
     if (candidate is None) == (pr is None):
         raise UsageError("give exactly one of --candidate and --pr", hint="e.g. --base unstable --pr 1234")
-    if pr_head is not None and (pr is None or not re.fullmatch(r"[0-9a-fA-F]{7,40}", pr_head)):
-        raise UsageError(f"--pr-head {pr_head!r}: needs --pr and a (short) commit SHA",
-                         hint="e.g. --pr 1234 --pr-head 4fd5645d80ae")
+    if pr_head is not None and (pr is None or not re.fullmatch(r"[0-9a-fA-F]{40}", pr_head)):
+        # A prefix could match another commit pushed since (one built unreviewed): the whole SHA only.
+        raise UsageError(f"--pr-head {pr_head!r}: needs --pr and the full 40-hex commit SHA",
+                         hint="e.g. --pr 1234 --pr-head 4fd5645d80ae5f1c2a0e6bd2d5c3a5e9f1b7c0de")
     options = ABOptions(
         base=base, candidate=candidate or pr_ref(url, pr), url=url, preset=preset,
         cells=[cell_from_arg(c) for c in cells] or None, out_dir=out_dir, backend=backend, target_mde=target_mde,

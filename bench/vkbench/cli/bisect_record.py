@@ -36,6 +36,10 @@ def bisect_record_cmd(history: Path, incident_id: str, report_file: Path, run_ur
     if not entry["reproduced"]:
         click.echo(f"{incident_id}: the regression did not reproduce in the bisect's A/B of the two ends; no culprit")
         return
+    if not entry.get("resolved", True):
+        click.echo(f"{incident_id}: the bisect's step limit stopped it before one commit remained; no culprit, "
+                   f"after {len(entry['steps'])} A/B steps")
+        return
     low, high = entry["ci_low"], entry["ci_high"]
     interval = f" (95% interval {low * 100:+.1f}% .. {high * 100:+.1f}%)" if low is not None and high is not None else ""
     effect = f": {entry['effect'] * 100:+.1f}% on {md.text(entry['measure'])}{interval}" if entry["effect"] is not None else ""

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from ..detect import confirmations
 from ..detect.runner import run_detection
-from ..errors import ResultFileError, UsageError
+from ..errors import UsageError
 from ..history.store import HistoryStore
 
 
@@ -28,10 +27,7 @@ def confirm_cmd(history: Path, request_id: str, ab_file: Path, annotations: Path
         known = ", ".join(sorted(waiting)) or "none"
         raise UsageError(f"{request_id} is not a candidate waiting for confirmation in {history}",
                          hint=f"waiting: {known} (already recorded ones are in {confirmations.CONFIRMATIONS})")
-    try:
-        report = json.loads(ab_file.read_text())
-    except ValueError as exc:
-        raise ResultFileError(f"{ab_file}: not JSON ({exc})", hint="pass the ab.json of `vkbench ab`") from None
+    report = confirmations.read_ab_report(ab_file)
     request = waiting[request_id]
     base, cand = (report.get("base") or {}).get("commit"), (report.get("candidate") or {}).get("commit")
     if (base, cand) != (request["good"].get("commit"), request["bad"].get("commit")):
@@ -41,7 +37,7 @@ def confirm_cmd(history: Path, request_id: str, ab_file: Path, annotations: Path
     entry = confirmations.record(HistoryStore(history), request, report)
     run_detection(history, annotations, write=True)
     ab = entry["ab"]
-    click.echo(f"{request_id}: {entry['status']} (A/B {ab['change'] * 100:+.1f}%, 95% interval "
+    click.echo(f"{request_id}: {entry['status']} (A/B {_pct(ab['change'])}, 95% interval "
                f"{_pct(ab['ci_low'])} .. {_pct(ab['ci_high'])}, MDE {_pct(ab['mde'])})")
 
 

@@ -15,9 +15,12 @@
 ``bisects.json``::
 
     {"format": 1, "bisects": {"<incident id>": {"incident_id", "recorded", "repository", "good",
-     "bad", "range_size", "measure", "reproduced", "culprit", "culprit_subject", "effect",
+     "bad", "range_size", "measure", "reproduced", "resolved", "culprit", "culprit_subject", "effect",
      "ci_low", "ci_high", "steps": [{"commit", "subject", "change", "ci_low", "ci_high", "mde",
      "rounds", "judged", "wall_s"}], "wall_s", "workflow_run_url"}}}
+
+``resolved`` is false when the bisect's step limit stopped it before one commit remained (no
+culprit then); entries recorded before it existed read as resolved.
 """
 
 from __future__ import annotations
@@ -176,7 +179,7 @@ def read_report(path: Path) -> dict:
         raise ResultFileError(f"{path}: effect_ci: not a [low, high] pair", hint=hint)
     entry = {"repository": data.get("url"), "good": data.get("good"), "bad": data.get("bad"),
              "range_size": data.get("range_size"), "measure": data.get("measure"), "reproduced": data.get("reproduced"),
-             "culprit": data.get("culprit"), "culprit_subject": data.get("culprit_subject"), "effect": data.get("effect"),
+             "resolved": data.get("resolved", True), "culprit": data.get("culprit"), "culprit_subject": data.get("culprit_subject"), "effect": data.get("effect"),
              "ci_low": ci[0], "ci_high": ci[1], "steps": data.get("steps"), "wall_s": data.get("wall_s")}
     problem = _entry_problem(entry)
     if problem:
@@ -245,7 +248,8 @@ def attach(incidents: list[dict], bisects: dict) -> None:
         incident["bisect"] = {
             "culprit": entry["culprit"], "culprit_subject": entry["culprit_subject"], "effect": entry["effect"],
             "ci_low": entry["ci_low"], "ci_high": entry["ci_high"], "measure": entry["measure"],
-            "reproduced": entry["reproduced"], "steps": len(entry["steps"]), "range_size": entry["range_size"],
+            "reproduced": entry["reproduced"], "resolved": entry.get("resolved", True),
+            "steps": len(entry["steps"]), "range_size": entry["range_size"],
             "repository": entry["repository"], "workflow_run_url": entry.get("workflow_run_url"),
         }
 
@@ -281,8 +285,13 @@ def _entry_problem(entry: dict) -> str | None:
     for key, check in _ENTRY.items():
         if not check(entry.get(key)):
             return f"{key}: {_shown(entry.get(key))} is not what a bisect records"
-    if entry["reproduced"] and entry["culprit"] is None:
+    resolved = entry.get("resolved", True)
+    if not isinstance(resolved, bool):
+        return f"resolved: {_shown(resolved)} is not true/false"
+    if entry["reproduced"] and resolved and entry["culprit"] is None:
         return "culprit: a reproduced regression names one"
+    if not resolved and entry["culprit"] is not None:
+        return "culprit: an unresolved bisect names none"
     steps = entry.get("steps")
     if not isinstance(steps, list) or not steps:
         return "steps: not a list of A/B steps"

@@ -20,16 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import ResultFileError
+from ..errors import ResultFileError, UsageError
 from ..history.series import bigger_is_better
 from ..history.store import HistoryStore, utc_now, write_json
 from .candidates import find_candidate
 from .params import DetectionParams
 
 CONFIRMATIONS = "confirmations.json"
+STATUSES = ("confirmed", "rejected")
+_RESTORE = "restore it from the gh-pages history (git log -- history/confirmations.json); `vkbench confirm` writes it"
+_AB_HINT = "pass the ab.json of `vkbench ab --out DIR`"
 
 
 def _request_id(machine: str, good: dict, bad: dict) -> str:
@@ -90,11 +95,16 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
     return sorted(requests.values(), key=lambda r: r["id"])
 
 
+#: Series dimensions that are not a cell's to copy: the server (each side's build), the runner
+#: (the A/B's own machine) and what the history adds beside the cell's dimensions.
+_NOT_CELL_FIELDS = ("engine", "version", "runner", "server", "repetitions", "command", "machine_class")
+
+
 def series_cell(dims: dict) -> dict:
-    """The cell of a series, as ``vkbench ab --cell`` takes it (one repetition per round)."""
-    keep = ("topology", "io_threads", "tool", "tests", "pipeline", "clients", "data_size", "keyspace", "requests",
-            "duration", "warmup", "preload", "read_from", "extra_server_args", "client_threads")
-    cell: dict[str, Any] = {k: dims[k] for k in keep if dims.get(k) is not None}
+    """The cell of a series, as ``vkbench ab --cell`` takes it (one repetition per round): every
+    dimension of the series (workload, CPU placement, tool arguments, ... included), so the A/B
+    and the bisect measure the very cell that moved, only the server replaced."""
+    cell: dict[str, Any] = {k: v for k, v in dims.items() if k not in _NOT_CELL_FIELDS and v is not None}
     if "command" in dims and "tests" not in cell:
         cell["tests"] = [str(dims["command"]).lower()]
     cell["server"] = f"{dims.get('engine', 'valkey')}:unstable"
@@ -105,16 +115,122 @@ def series_cell(dims: dict) -> dict:
 # -- recording an A/B's verdict ------------------------------------------------------------------
 
 def load(store: HistoryStore) -> dict:
+    """confirmations.json of the history (an empty mapping when none was recorded yet), checked:
+    a corrupt file or a malformed entry is a ResultFileError naming the file and the field."""
     path = store.path / CONFIRMATIONS
     if not path.exists():
         return {"confirmations": {}}
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as exc:
-        raise ResultFileError(f"{path}: not JSON ({exc})", hint="restore it from the gh-pages history") from None
+    data = _read_json(path, _RESTORE)
     if not isinstance(data, dict) or not isinstance(data.get("confirmations"), dict):
-        raise ResultFileError(f"{path}: no confirmations mapping", hint="restore it from the gh-pages history")
+        raise ResultFileError(f"{path}: no confirmations mapping", hint=_RESTORE)
+    for rid, entry in data["confirmations"].items():
+        problem = _entry_problem(rid, entry)
+        if problem:
+            shown = rid if re.fullmatch(r"[A-Za-z0-9._-]{1,100}", rid) else _shown(rid)
+            raise ResultFileError(f"{path}: confirmations/{shown}/{problem}", hint=_RESTORE)
     return data
+
+
+def read_ab_report(path: Path) -> dict:
+    """A ``vkbench ab`` report (ab.json), with every field :func:`record` and ``vkbench confirm``
+    use checked: anything else is a ResultFileError naming the file and the field."""
+    data = _read_json(path, _AB_HINT, missing_is_usage=True)
+    if not isinstance(data, dict):
+        raise ResultFileError(f"{path}: not an A/B report (top level is not an object)", hint=_AB_HINT)
+    for side in ("base", "candidate"):
+        if not (isinstance(data.get(side), dict) and _str(data[side].get("commit"))):
+            raise ResultFileError(f"{path}: {side}/commit: missing or not a string", hint=_AB_HINT)
+    rows = data.get("rows")
+    if not isinstance(rows, list):
+        raise ResultFileError(f"{path}: rows: not a list", hint=_AB_HINT)
+    for k, row in enumerate(rows):
+        problem = "not an object" if not isinstance(row, dict) else _fields_problem(row, _AB_ROW)
+        if problem:
+            raise ResultFileError(f"{path}: rows/{k}/{problem}", hint=_AB_HINT)
+    return data
+
+
+def _read_json(path: Path, hint: str, *, missing_is_usage: bool = False) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if missing_is_usage:
+            raise UsageError(f"{path}: no such file", hint=hint) from None
+        raise ResultFileError(f"{path}: no such file", hint=hint) from None
+    except IsADirectoryError:
+        raise ResultFileError(f"{path}: a directory where a JSON file belongs", hint=hint) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ResultFileError(f"{path}: not JSON ({exc})", hint=hint) from None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _opt_number(value: Any) -> bool:
+    return value is None or _number(value)
+
+
+def _str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _opt_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _opt_count(value: Any) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
+
+
+#: What an A/B row must hold for a verdict (ab.py Row), and what a recorded entry keeps of it.
+_AB_ROW = {"change": _number, "ci_low": _opt_number, "ci_high": _opt_number, "mde": _opt_number,
+           "rounds": _opt_count, "cell": _opt_str, "command": _opt_str}
+_AB_KEPT = {**_AB_ROW, "change": _opt_number, "base": _opt_str, "candidate": _opt_str}
+_SERIES = {"series_id": _str, "metric": _str, "magnitude": _number}
+
+
+def _fields_problem(data: dict, checks: dict) -> str | None:
+    for key, check in checks.items():
+        if not check(data.get(key)):
+            return f"{key}: {_shown(data.get(key))} is not what an A/B report holds"
+    return None
+
+
+def _entry_problem(rid: Any, entry: Any) -> str | None:
+    """What is wrong with one recorded confirmation (the fields detection reads), or None."""
+    if not isinstance(entry, dict):
+        return "not an object"
+    if entry.get("id") != rid:
+        return "id: differs from its key"
+    if entry.get("status") not in STATUSES:
+        return f"status: {_shown(entry.get('status'))} is not confirmed or rejected"
+    if not isinstance(entry.get("ab"), dict):
+        return "ab: not an object"
+    problem = _fields_problem(entry["ab"], _AB_KEPT)
+    if problem:
+        return f"ab/{problem}"
+    req = entry.get("request")
+    if not isinstance(req, dict):
+        return "request: not an object"
+    if req.get("id") != rid or not _str(req.get("machine_class")) or not _number(req.get("magnitude")):
+        return "request: no id (its key), machine_class or magnitude"
+    for end in ("good", "bad"):
+        ref = req.get(end)
+        if not isinstance(ref, dict) or not all(_str(ref[k]) for k in ("commit", "run_id", "timestamp") if k in ref):
+            return f"request/{end}: not an object with commit, run_id and timestamp strings"
+    series = req.get("series")
+    if not isinstance(series, list):
+        return "request/series: not a list"
+    for k, item in enumerate(series):
+        if not isinstance(item, dict) or not all(check(item.get(key)) for key, check in _SERIES.items()):
+            return f"request/series/{k}: not an object with series_id, metric and magnitude"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def verdict_of(ab_report: dict, min_effect: float) -> tuple[str, dict]:

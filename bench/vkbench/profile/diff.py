@@ -46,8 +46,20 @@ def load(source: ProfileSource) -> dict[str, int]:
         if profile.get("status") != "recorded" or not profile.get("file"):
             raise ResultFileError(f"{path}: has no recorded profile ({profile.get('reason') or 'run without --profile'})",
                                   hint="run the cell again with `vkbench run --profile`")
-        return folded.read(path.parent / profile["file"])
+        return folded.read(stacks_path(path, profile["file"]))
     return folded.read(path)
+
+
+def stacks_path(result_path: Path, name: str) -> Path:
+    """The folded stacks file ``name`` (a result's ``profile.file``) beside ``result_path``,
+    resolved; a ResultFileError naming the result when it leads out of the result's folder
+    (``..``, an absolute path, or a symlink): a result never makes vkbench read other files."""
+    folder = Path(result_path).parent.resolve()
+    path = (folder / name).resolve()
+    if not path.is_relative_to(folder) or path == folder:
+        raise ResultFileError(f"{result_path}: profile/file {name!r} leads outside the run folder {folder} (to {path})",
+                              hint="the result or its raw folder was edited; restore the run from its artifact")
+    return path
 
 
 def shares(stacks: Mapping[str, int]) -> tuple[dict[str, float], dict[str, float], int]:

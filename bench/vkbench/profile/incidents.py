@@ -11,7 +11,7 @@ from typing import Callable
 from ..history.series import month_of
 from ..results.io import load_result
 from . import folded
-from .diff import profile_diff
+from .diff import profile_diff, stacks_path
 
 #: Rows of the "which functions changed" table kept in detect.json per incident.
 INCIDENT_ROWS = 10
@@ -26,8 +26,8 @@ def _profile_of(history_dir: Path, point: dict) -> tuple[dict[str, int], dict] |
     profile = load_result(path).get("profile") or {}
     if profile.get("status") != "recorded" or not profile.get("file"):
         return None
-    stacks_path = path.parent / profile["file"]
-    return (folded.read(stacks_path), profile) if stacks_path.is_file() else None
+    stacks = stacks_path(path, profile["file"])
+    return (folded.read(stacks), profile) if stacks.is_file() else None
 
 
 def incident_profiles(history_dir: Path, incident: dict, points_of: PointsOf, series_ids) -> dict | None:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from ..history.store import write_bytes_atomic
 from . import folded
 
 #: Samples per second: prime, so sampling does not lock onto periodic work; low enough that
@@ -71,18 +72,27 @@ def record(pids: list[int], body: Callable[[], T], *, out_file: Path,
         # several processes on a loaded machine can take longer than a short repetition, and
         # the acknowledgement says exactly when sampling runs.
         proc = _start(argv + ["-D", "-1", "--control", f"fifo:{ctl},{ack}"], log)
-        fds = _enable(proc, ctl, ack)
-        if fds is None and proc.poll() is not None and "control" in log.read_text(errors="replace"):
-            proc = _start(argv, log)   # a perf without --control: give it a moment to attach
-            time.sleep(ATTACH_S)
-        if proc.poll() is not None:   # refused (permissions, no such pid, no perf events)
-            return {"status": "failed", "reason": _why(log, proc.returncode)}, body()
+        fds: tuple[int, int] | None = None
+        # From here on perf runs in a session of its own (a Ctrl-C does not reach it): whatever
+        # happens - an OSError on the FIFOs, Ctrl-C while it attaches, the body failing - it is
+        # stopped and the FIFO fds closed before this returns.
         try:
-            value = body()
+            fds = _enable(proc, ctl, ack)
+            if fds is None and proc.poll() is not None and "control" in log.read_text(errors="replace"):
+                proc = _start(argv, log)   # a perf without --control: give it a moment to attach
+                time.sleep(ATTACH_S)
+            if proc.poll() is not None:   # refused (permissions, no such pid, no perf events)
+                refused = {"status": "failed", "reason": _why(log, proc.returncode)}
+                value = None
+            else:
+                refused = None
+                value = body()
         finally:
             _stop(proc)
             for fd in fds or ():
                 os.close(fd)
+        if refused is not None:
+            return refused, body()
         if proc.returncode not in (0, -signal.SIGINT, 130) or not data.exists():
             return {"status": "failed", "reason": _why(log, proc.returncode)}, value
         try:
@@ -94,10 +104,7 @@ def record(pids: list[int], body: Callable[[], T], *, out_file: Path,
             return {"status": "failed", "reason": "perf script: " + _tail(script.stderr)}, value
         stacks = folded.collapse(script.stdout)
         text, merged = folded.render(stacks, max_bytes)
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out_file.with_name(f".{out_file.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out_file)
+        write_bytes_atomic(out_file, text.encode("utf-8"))
         samples = sum(stacks.values())
         return {
             "status": "recorded" if samples else "failed",
@@ -133,16 +140,24 @@ def _enable(proc: subprocess.Popen, ctl: Path, ack: Path) -> tuple[int, int] | N
             if exc.errno != errno.ENXIO:   # ENXIO: perf has not opened its end yet
                 raise
             time.sleep(0.02)
-    ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
-    os.write(ctl_fd, b"enable\n")
-    received = b""
-    while b"ack" not in received:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0 or proc.poll() is not None:
-            break
-        ready, _, _ = select.select([ack_fd], [], [], min(remaining, 0.5))
-        if ready:
-            received += os.read(ack_fd, 64)
+    ack_fd = None
+    try:
+        ack_fd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+        os.write(ctl_fd, b"enable\n")
+        received = b""
+        while b"ack" not in received:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or proc.poll() is not None:
+                break
+            ready, _, _ = select.select([ack_fd], [], [], min(remaining, 0.5))
+            if ready:
+                received += os.read(ack_fd, 64)
+    except BaseException:
+        # The caller only closes what this returns: nothing is returned now.
+        for fd in (ctl_fd, ack_fd):
+            if fd is not None:
+                os.close(fd)
+        raise
     return ctl_fd, ack_fd
 
 

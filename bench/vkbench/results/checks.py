@@ -8,7 +8,9 @@ The schema says what types a result has; these say what values are safe to act o
 * every number is finite (``NaN``/``Infinity`` are refused), and measured figures (rps,
   latencies: their medians and samples) are not negative (a confidence interval's lower bound
   may be: with two repetitions the t interval can reach below zero);
-* links that end up in Markdown or on the site are ``https:`` (or absent).
+* links that end up in Markdown or on the site are ``https:`` (or absent);
+* a recorded profile's file is exactly ``<cell_id>.raw/profile.folded`` (readers open it
+  beside the result: any other path could point outside the run's folder).
 
 Every problem is a :class:`~vkbench.errors.ResultFileError` (exit 7) naming the file and the
 field, raised before anything is written.
@@ -33,6 +35,13 @@ _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Z
 _HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~:/?#@!$&*+,;=%-]*)?$")
 
 _HINT = "the file was edited or is not from `vkbench run`; restore it from the run's artifact"
+
+#: Where ``vkbench run --profile`` stores the folded stacks, relative to the result file.
+PROFILE_FILE = "profile.folded"
+
+
+def profile_file_name(cell_id: str) -> str:
+    return f"{cell_id}.raw/{PROFILE_FILE}"
 
 
 def is_safe_id(value: Any) -> bool:
@@ -114,6 +123,9 @@ def check_result(data: dict, source: str) -> None:
     url = run.get("workflow_run_url")
     if url is not None and not is_https_url(url):
         raise _fail(source, "run/workflow_run_url", f"{_show(url)} is not an https: URL")
+    profile_file = (data.get("profile") or {}).get("file")
+    if profile_file is not None and profile_file != profile_file_name(run["cell_id"]):
+        raise _fail(source, "profile/file", f"{_show(profile_file)} is not {profile_file_name(run['cell_id'])!r}")
     for command, metrics in data["summary"].items():
         for metric, stat in metrics.items():
             bad = _negative_stat(stat)

@@ -86,16 +86,18 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
         state.started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     tool = ctx.tool_paths[cell.tool]
     password = new_password()
-    work_root = make_workdir("vkbench-", ctx.work_dir)     # owner.json first: see runner/workdirs.py
-    spec = DeploymentSpec(
-        topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
-        settings=ServerSettings(io_threads=cell.io_threads, extra_args=tuple(cell.extra_server_args)),
-        password=password, run_dir=work_root.resolve(), server_cpus=cell.cpu.server if cell.cpu else None,
-    )
     raw_dir = ctx.out_dir / f"{cell.cell_id}.raw"
-    raw_dir.mkdir(parents=True, exist_ok=True)
     t_cell = time.monotonic()
+    # The servers' config files (requirepass) go in here: removed by the finally, whatever fails
+    # after it exists.
+    work_root = make_workdir("vkbench-", ctx.work_dir)     # owner.json first: see runner/workdirs.py
     try:
+        spec = DeploymentSpec(
+            topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
+            settings=ServerSettings(io_threads=cell.io_threads, extra_args=tuple(cell.extra_server_args)),
+            password=password, run_dir=work_root.resolve(), server_cpus=cell.cpu.server if cell.cpu else None,
+        )
+        raw_dir.mkdir(parents=True, exist_ok=True)
         if progress:
             progress("deploy", cell, len(state.repetitions))
         with ctx.backend.deploy(spec) as deployment:
@@ -115,8 +117,11 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
                                                    timeout=ctx.repetition_timeout, scrub=lambda t: _scrub(t, password))
     finally:
         state.duration_s += time.monotonic() - t_cell
-        _keep_server_logs(work_root, raw_dir)
-        shutil.rmtree(work_root, ignore_errors=True)
+        try:
+            if raw_dir.is_dir():
+                _keep_server_logs(work_root, raw_dir)
+        finally:
+            shutil.rmtree(work_root, ignore_errors=True)
 
 
 def _keep_server_logs(work_root: Path, raw_dir: Path) -> None:
@@ -156,47 +161,49 @@ def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunCont
     from ..parsers.dispatch import parse_tool_run
 
     cell = state.cell
+    # memtier's JSON (its command line with the password) goes in here: removed whatever fails.
     json_dir = make_workdir("vkbench-json-", ctx.work_dir)
-    commands = []
-    for n, target in enumerate(targets(cell, deployment)):
-        json_out = str(json_dir / f"memtier-{n}.json") if cell.tool == "memtier_benchmark" else None
-        cmd = build_command(cell, target, password, str(tool.path), json_out=json_out, tool_env=getattr(tool, "env", None))
-        cmd.env.update(getattr(tool, "env", {}) or {})
-        commands.append(cmd)
-    state.command_line = commands[0].display()
-    state.password_via = commands[0].password_via
-    server_window = server_stats.begin(deployment)
-    before = CpuSnapshot.take(deployment.server_pids)
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
-    wall = max(r.elapsed_s for r in runs)
-    after = CpuSnapshot.take(deployment.server_pids)
-    server = server_stats.end(server_window, wall)   # the window spans the tool processes
-    raw_name = f"rep-{index + 1}.txt"
-    raw_text = _scrub("\n".join(r.output for r in runs), password)
-    (raw_dir / raw_name).write_text(raw_text)
-    durations: list[float | None] = []
     try:
-        per_target = []
-        for n, (cmd, run) in enumerate(zip(commands, runs)):
-            source = f"{raw_dir.name}/{raw_name}"
-            json_text = _keep_json(cmd, raw_dir, f"rep-{index + 1}.memtier-{n}.json", password)
-            if run.timed_out:
-                raise BenchmarkFailedError(f"{cell.tool} did not finish within {ctx.repetition_timeout:.0f} s",
-                                           hint="lower requests or raise --timeout")
-            output = _scrub(run.output, password)
-            records = parse_tool_run(output, tool=cell.tool, json_text=json_text, source=source)
-            if run.aborted:
-                raise BenchmarkFailedError(f"{cell.tool} was stopped on: {_scrub(run.aborted, password)}",
-                                           hint=f"see {raw_dir / raw_name}")
-            if run.exit_code != 0:
-                raise BenchmarkFailedError(f"{cell.tool} exited with {run.exit_code}", hint=f"see {raw_dir / raw_name}")
-            durations.append(tool_duration(cell, records, json_text, source))
-            per_target.append(records)
-        records, warnings = merge_target_records(per_target)
-    except (ParseError, BenchmarkFailedError) as exc:
-        state.failures.append(f"repetition {index + 1}: {exc.message}")
-        return
+        commands = []
+        for n, target in enumerate(targets(cell, deployment)):
+            json_out = str(json_dir / f"memtier-{n}.json") if cell.tool == "memtier_benchmark" else None
+            cmd = build_command(cell, target, password, str(tool.path), json_out=json_out, tool_env=getattr(tool, "env", None))
+            cmd.env.update(getattr(tool, "env", {}) or {})
+            commands.append(cmd)
+        state.command_line = commands[0].display()
+        state.password_via = commands[0].password_via
+        server_window = server_stats.begin(deployment)
+        before = CpuSnapshot.take(deployment.server_pids)
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
+        wall = max(r.elapsed_s for r in runs)
+        after = CpuSnapshot.take(deployment.server_pids)
+        server = server_stats.end(server_window, wall)   # the window spans the tool processes
+        raw_name = f"rep-{index + 1}.txt"
+        raw_text = _scrub("\n".join(r.output for r in runs), password)
+        (raw_dir / raw_name).write_text(raw_text)
+        durations: list[float | None] = []
+        try:
+            per_target = []
+            for n, (cmd, run) in enumerate(zip(commands, runs)):
+                source = f"{raw_dir.name}/{raw_name}"
+                json_text = _keep_json(cmd, raw_dir, f"rep-{index + 1}.memtier-{n}.json", password)
+                if run.timed_out:
+                    raise BenchmarkFailedError(f"{cell.tool} did not finish within {ctx.repetition_timeout:.0f} s",
+                                               hint="lower requests or raise --timeout")
+                output = _scrub(run.output, password)
+                records = parse_tool_run(output, tool=cell.tool, json_text=json_text, source=source)
+                if run.aborted:
+                    raise BenchmarkFailedError(f"{cell.tool} was stopped on: {_scrub(run.aborted, password)}",
+                                               hint=f"see {raw_dir / raw_name}")
+                if run.exit_code != 0:
+                    raise BenchmarkFailedError(f"{cell.tool} exited with {run.exit_code}", hint=f"see {raw_dir / raw_name}")
+                durations.append(tool_duration(cell, records, json_text, source))
+                per_target.append(records)
+            records, warnings = merge_target_records(per_target)
+        except (ParseError, BenchmarkFailedError) as exc:
+            state.failures.append(f"repetition {index + 1}: {exc.message}")
+            return
     finally:
         shutil.rmtree(json_dir, ignore_errors=True)
     # The tool's own measured time, not the process's: memtier lingers up to a second after its

@@ -10,11 +10,10 @@ from pathlib import Path
 from ..errors import BenchmarkFailedError
 from ..matrix.model import Cell
 from ..profile import record as perf
+from ..results.checks import PROFILE_FILE
 from ..topology.backend import Deployment
 from .process import run_tools
 from .tools import build_command, targets
-
-PROFILE_FILE = "profile.folded"
 
 
 def profile_repetition(cell: Cell, deployment: Deployment, tool, *, raw_dir: Path, password: str,

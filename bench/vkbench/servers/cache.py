@@ -21,11 +21,16 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 META = "meta.json"
 OWNER = ".owner"
+
+#: The lock files this thread holds (entry_lock): taking one again nests instead of waiting for
+#: itself (flock locks belong to an open file, so a second open would block forever).
+_held = threading.local()
 
 
 def _sweep_orphans(tmp_root: Path) -> None:
@@ -79,14 +84,23 @@ def library_env(entry: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def entry_lock(name: str, root: Path | None = None) -> Iterator[None]:
-    """Exclusive lock so two processes never fetch the same thing at once (the second waits)."""
+    """Exclusive lock so two processes never fetch the same thing at once (the second waits).
+    Re-entrant within a thread: a caller that holds the lock may call code that takes it."""
     locks = (root or cache_dir()) / ".locks"
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{name.replace('/', '_')}.lock", "w") as handle:
+    path = str((locks / f"{name.replace('/', '_')}.lock").absolute())
+    held: set[str] = getattr(_held, "paths", None) or set()
+    _held.paths = held
+    if path in held:
+        yield
+        return
+    with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
+        held.add(path)
         try:
             yield
         finally:
+            held.discard(path)
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 

@@ -9,7 +9,8 @@ new, and the commit range of a bisect is there to list. Refs:
   name exactly one commit;
 - anything else (``unstable``, ``8.0``, ``8.0.1``, ``refs/pull/1234/head``): fetched by name.
 
-Git's own error lines (``fatal: ...``) are kept whole in the messages.
+Git's own error lines (``fatal: ...``) are kept whole in the messages, credentials of any URL
+in them redacted.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ _HEADS_AND_TAGS = ("+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tag
 
 
 def redact(url: str) -> str:
-    """The URL without credentials (``https://token@host/..`` -> ``https://***@host/..``)."""
-    return re.sub(r"//[^/@]+@", "//***@", url)
+    """The URL - or every URL in a text - without credentials (``https://token@host/..`` ->
+    ``https://***@host/..``)."""
+    return re.sub(r"//[^/@\s'\"]+@", "//***@", url)
 
 
 def mirror_name(url: str) -> str:
@@ -58,10 +60,11 @@ def git(args: list[str], cwd: Path, what: str, *, url: str, timeout: float = FET
 
 
 def git_error(stderr: str) -> str:
-    """Git's ``fatal:``/``error:`` lines whole, else the last lines."""
+    """Git's ``fatal:``/``error:`` lines whole, else the last lines; a URL's credentials (git
+    names the URL it failed on, token included) are redacted."""
     lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
     important = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return "\n".join(important or lines[-3:]) or "(no output)"
+    return redact("\n".join(important or lines[-3:])) or "(no output)"
 
 
 def _access_hint(url: str) -> str:

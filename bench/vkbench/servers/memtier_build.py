@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 import tarfile
 import urllib.request
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from pathlib import Path
 from ..errors import MissingBinaryError
 from . import cache
 from .binary import probe_version
+from .source_build import run_in_group, sigterm_raises
 
 Progress = Callable[[str], None]
 
@@ -91,16 +91,16 @@ def _unpack(archive: Path, dest: Path) -> Path:
     return tops[0]
 
 
-def _run(argv: list[str], cwd: Path, log: Path, what: str, stdin: bytes | None = None) -> None:
+def _run(argv: list[str], cwd: Path, log: Path, what: str) -> None:
+    """``argv`` in a process group of its own (source_build.run_in_group): a timeout, a Ctrl-C or
+    vkbench dying takes the whole group down - make's sub-makes and compilers included."""
     with open(log, "ab") as handle:
         handle.write(f"\n$ {' '.join(argv)}\n".encode())
-        handle.flush()
-        try:
-            proc = subprocess.run(argv, cwd=cwd, stdout=handle, stderr=subprocess.STDOUT, input=stdin,
-                                  timeout=BUILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise MissingBinaryError(f"memtier build: {what} timed out", hint=f"see {log}") from None
-    if proc.returncode != 0:
+    try:
+        code = run_in_group(argv, cwd, dict(os.environ), log, BUILD_TIMEOUT_S)
+    except MissingBinaryError as exc:
+        raise MissingBinaryError(f"memtier build: {what}: {exc.message}", hint=exc.hint) from None
+    if code != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-12:])
         raise MissingBinaryError(f"memtier build: {what} failed:\n{tail}", hint=DEPS_HINT)
 
@@ -111,7 +111,7 @@ def fetch(root: Path | None = None, progress: Progress | None = None) -> Path:
     if missing:
         raise MissingBinaryError(f"building memtier_benchmark needs {', '.join(missing)}", hint=DEPS_HINT)
     origin = source()
-    with cache.staging(root) as staged:
+    with sigterm_raises(), cache.staging(root) as staged:   # SIGTERM too removes the staging folder
         archive = staged / f"memtier_benchmark-{MEMTIER_VERSION}.tar.gz"
         if progress:
             progress(f"memtier_benchmark {MEMTIER_VERSION} from {origin}")
@@ -121,7 +121,9 @@ def fetch(root: Path | None = None, progress: Progress | None = None) -> Path:
         log = staged / "build.log"
         applied = []
         for name, body in patches():
-            _run(["patch", "-p1", "--forward", "--batch"], tree, log, f"patch {name}", stdin=body)
+            patch_file = staged / name         # outside the tree, so the build never sees it
+            patch_file.write_bytes(body)
+            _run(["patch", "-p1", "--forward", "--batch", "-i", str(patch_file)], tree, log, f"patch {name}")
             applied.append(name)
         if progress:
             progress("autoreconf, configure, make (about a minute)")

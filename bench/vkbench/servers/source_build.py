@@ -359,17 +359,21 @@ def alias_matches(meta: dict | None, url: str, config: BuildConfig) -> bool:
 
 def fetch(version: str, root: Path | None = None, progress: Progress | None = None, url: str | None = None,
           config: BuildConfig | None = None) -> Path:
-    """Build ``version`` (a ref, or ``<ref>@source``) and record it as ``valkey/<version>``; return that entry."""
+    """Build ``version`` (a ref, or ``<ref>@source``) and record it as ``valkey/<version>``; return that entry.
+
+    The alias is written under its entry lock (the one resolve.fetch_release holds too): two
+    processes resolving the same ref never replace each other's entry half-way."""
     _require_tools()
     ref, _ = split_source(version)
     url = url or repo_url()
     config = config or BuildConfig.from_env()
     mirror = Mirror.for_url(url, root)
-    if progress:
-        progress(f"git fetch {ref} from {redact(url)}")
-    commit = mirror.resolve(ref)
-    build = build_commit(mirror, commit, ref, config, root=root, progress=progress)
-    return write_alias(alias_name(version), build, ref, url, root)
+    with cache.entry_lock(f"valkey-{version}", root):
+        if progress:
+            progress(f"git fetch {ref} from {redact(url)}")
+        commit = mirror.resolve(ref)
+        build = build_commit(mirror, commit, ref, config, root=root, progress=progress)
+        return write_alias(alias_name(version), build, ref, url, root)
 
 
 def checkout(ref: str, dest: Path, url: str | None = None) -> str:

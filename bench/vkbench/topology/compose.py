@@ -213,13 +213,19 @@ class ComposeBackend(Backend):
     def image_for(self, spec: DeploymentSpec) -> str:
         """``image`` if given; for a source version (unstable, a SHA, ``8.0.1@source``) the local
         image of its cached build (built first when missing); else ``VALKEY_IMAGE`` or the official image."""
+        return self._image(spec, self.source_binary(spec))
+
+    def _image(self, spec: DeploymentSpec, source) -> str:
+        """:meth:`image_for` with the source build already resolved (``source_binary``)."""
         if self.image:
             return self.image
-        source = self.source_binary(spec)
         if source is not None:
             from .source_image import ensure_image
 
-            return ensure_image(source, Docker())
+            docker = Docker()
+            # A source build's image is made from this machine's binaries: a remote engine gets
+            # it only when it runs the same architecture.
+            return ensure_image(source, docker, engine_arch=None if engine_is_local() else engine_arch(docker))
         return os.environ.get("VALKEY_IMAGE") or default_image(spec.engine, spec.version)
 
     def source_binary(self, spec: DeploymentSpec):
@@ -256,7 +262,8 @@ class ComposeBackend(Backend):
 
     @contextlib.contextmanager
     def deploy(self, spec: DeploymentSpec) -> Iterator[Deployment]:
-        from .native import _signals_deferred, _sigterm_raises_exit   # shared signal handling
+        from ..servers.source_build import sigterm_raises
+        from .native import _signals_deferred   # shared signal handling
 
         docker = Docker()
         if not self._engine_checked:
@@ -264,7 +271,7 @@ class ComposeBackend(Backend):
             self._engine_checked = True
         self.cleanup_stale(self.state_dir)
         stack: _Stack | None = None
-        with _sigterm_raises_exit():
+        with sigterm_raises():
             try:
                 began = time.monotonic()
                 stack = self._new_stack(spec)
@@ -289,8 +296,8 @@ class ComposeBackend(Backend):
         if self.server_host and bind in ("127.0.0.1", "localhost"):
             bind = self.server_host     # a remote engine: the loopback default would be unreachable
         host = self.server_host or ("127.0.0.1" if bind in ("0.0.0.0", "::") else bind.split()[0])
-        image = self.image_for(spec)
-        source = self.source_binary(spec)
+        source = self.source_binary(spec)        # resolved once: the image and the result name this build
+        image = self._image(spec, source)
         env = dict(os.environ)
         env.update({
             "VALKEY_PASSWORD": spec.password,       # in the environment only, never in argv or files
@@ -469,6 +476,12 @@ _PROBE = (
     'read -r g </sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo "cpufreq_governor=$g"; '
     'read -r b </proc/device-tree/model 2>/dev/null; echo "board_model=$b"'
 )
+
+
+def engine_arch(docker: Docker) -> str:
+    """The engine machine's architecture as ``uname -m`` names it (``x86_64``, ``aarch64``)."""
+    arch = docker.run("info", "--format", "{{.Architecture}}", timeout=ENGINE_CHECK_TIMEOUT_S).stdout.strip()
+    return _ENGINE_ARCH.get(arch, arch)
 
 
 def server_fingerprint(docker: Docker, container_id: str) -> dict:

@@ -28,6 +28,7 @@ import valkey
 
 from ..errors import MissingBinaryError, ServerStartError
 from ..servers import Binary, resolve_server
+from ..servers.source_build import sigterm_raises
 from . import procs
 from .backend import Backend, Deployment, DeploymentSpec, Endpoint
 from .cluster_setup import create_cluster
@@ -66,7 +67,7 @@ class NativeBackend(Backend):
         if spec.server_cpus and shutil.which("taskset") is None:
             raise MissingBinaryError("taskset is needed to pin servers to CPUs", hint="apt-get install util-linux")
         started: list[procs.ServerProcess] = []
-        with _sigterm_raises_exit():
+        with sigterm_raises():   # while servers run, SIGTERM unwinds like Ctrl-C: teardown runs
             try:
                 began = time.monotonic()
                 deployment = self._start(spec, binary, state_dir, started)
@@ -235,24 +236,6 @@ def _shutdown_nosave(proc: procs.ServerProcess, password: str) -> bool:
 
 def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def _sigterm_raises_exit() -> Iterator[None]:
-    """While servers run, SIGTERM unwinds like Ctrl-C so the teardown runs. Only when it is safe:
-    on the main thread and when nobody else (the CLI, a test runner) handles SIGTERM already."""
-    if not _on_main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-
-    def _raise(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, _raise)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

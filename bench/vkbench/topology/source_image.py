@@ -12,6 +12,7 @@ version or commit than the cell asked for is refused, never benchmarked under th
 from __future__ import annotations
 
 import io
+import platform
 import re
 import shutil
 import subprocess
@@ -66,9 +67,20 @@ def _rootfs_tar(binary: Binary) -> bytes:
     return buffer.getvalue()
 
 
-def ensure_image(binary: Binary, docker) -> str:
-    """The tag of the image of ``binary``'s build (made now when the engine does not have it)."""
+def ensure_image(binary: Binary, docker, *, engine_arch: str | None = None) -> str:
+    """The tag of the image of ``binary``'s build (made now when the engine does not have it).
+
+    ``engine_arch``: the architecture of a remote engine (None: the engine runs on this
+    machine). The image holds this machine's binaries and libraries, so an engine of another
+    architecture is refused: it could not run them, or would run them emulated and slow."""
     tag = image_tag(binary)
+    built_for = (binary.config or {}).get("arch") or platform.machine()
+    if engine_arch is not None and engine_arch != built_for:
+        raise ContainerEngineError(
+            f"the container engine is a remote {engine_arch} machine; the source build {tag} holds this "
+            f"machine's {built_for} binaries",
+            hint="run vkbench on the engine's machine (it builds there), use an engine of this machine's "
+            "architecture, or benchmark a release (its official image is multi-architecture)")
     if docker.run("image", "inspect", "--format", "{{.Id}}", tag, timeout=60, check=False).returncode == 0:
         return tag
     code = binary.code or {}

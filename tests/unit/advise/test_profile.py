@@ -125,3 +125,40 @@ def test_record_without_perf_says_so_and_carries_on(tmp_path, monkeypatch):
     block, value = record.record([1], lambda: "ran again", out_file=tmp_path / "p.folded")
     assert block["status"] == "failed" and block["reason"].startswith("perf record exited with 1")
     assert value == "ran again"
+
+
+@pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError])
+def test_perf_is_stopped_when_attaching_fails(tmp_path, monkeypatch, failure):
+    """perf runs in its own session (a Ctrl-C does not reach it): a Ctrl-C or an OSError while it
+    attaches must still stop it, never leave it recording the servers after vkbench is gone."""
+    import subprocess
+
+    from vkbench.profile import record
+
+    fake = tmp_path / "perf"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("VKBENCH_PERF", str(fake))
+    started: list[subprocess.Popen] = []
+    real_start = record._start
+
+    def start(argv, log):
+        proc = real_start(argv, log)
+        started.append(proc)
+        return proc
+
+    def enable(proc, ctl, ack):
+        raise failure("interrupted while perf attaches")
+
+    monkeypatch.setattr(record, "_start", start)
+    monkeypatch.setattr(record, "_enable", enable)
+    try:
+        with pytest.raises(failure):
+            record.record([1], lambda: "never", out_file=tmp_path / "p.folded")
+        assert len(started) == 1
+        assert started[0].poll() is not None, "perf still running after record() returned"
+    finally:
+        for proc in started:          # the stand-in perf this test started, if the code under test did not
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

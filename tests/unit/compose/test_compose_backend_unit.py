@@ -167,3 +167,63 @@ exit 0
     with pytest.raises(ContainerEngineError, match=r"image registry.invalid/valkey:9 is not on the engine and could not be pulled: no such registry"):
         compose_backend._up(stack, ["primary"])
     assert [c.split()[0] for c in log.read_text().splitlines()] == ["image", "pull"], "no `up` after a failed pull"
+
+
+class _FakeEngine:
+    """The docker CLI of an engine on a machine of ``arch`` that already has every image."""
+
+    arch = "x86_64"
+    calls: list[tuple[str, ...]] = []
+
+    def __init__(self, env=None):
+        self.env = env
+
+    def run(self, *args, timeout, check=True):
+        type(self).calls.append(args)
+        out = {"info": self.arch + "\n", "image": "sha256:1\n"}.get(args[0], "")
+        return subprocess.CompletedProcess(["docker", *args], 0, out, "")
+
+
+def _source_build(arch: str):
+    from pathlib import Path
+
+    from vkbench.servers.binary import Binary
+
+    return Binary(Path("/cache/valkey/src/bin/valkey-server"), "valkey", "valkey-server", "unstable", "cache",
+                  "sha256:1", code={"commit": "c" * 40, "url": "https://github.com/valkey-io/valkey", "ref": "unstable"},
+                  config={"id": "cfg", "arch": arch})
+
+
+@pytest.mark.parametrize("engine_arch,refused", [("arm64", True), ("aarch64", True), ("amd64", False), ("x86_64", False)])
+def test_a_remote_engine_of_another_architecture_never_gets_a_source_build(tmp_path, monkeypatch, engine_arch, refused):
+    """The image of a source build holds this machine's binaries: an engine elsewhere (ssh://)
+    that runs another architecture is refused before anything is imported."""
+    from vkbench.topology import source_image
+
+    monkeypatch.setenv("DOCKER_HOST", "ssh://pi-server")
+    monkeypatch.setattr(_FakeEngine, "arch", engine_arch)
+    monkeypatch.setattr(_FakeEngine, "calls", [])
+    monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
+    monkeypatch.setattr(ComposeBackend, "source_binary", lambda self, spec: _source_build("x86_64"))
+    monkeypatch.setattr(source_image, "_rootfs_tar", lambda binary: pytest.fail("imported for a refused engine"))
+    if refused:
+        with pytest.raises(ContainerEngineError, match="remote aarch64 machine.*x86_64 binaries") as info:
+            ComposeBackend().image_for(spec(tmp_path, version="unstable"))
+        assert info.value.exit_code == 11
+        assert not [c for c in _FakeEngine.calls if c[0] == "image"]
+    else:
+        assert ComposeBackend().image_for(spec(tmp_path, version="unstable")).startswith("localhost/vkbench-valkey:src-cccc")
+
+
+def test_a_local_engine_takes_the_source_build_and_it_is_resolved_once(tmp_path, monkeypatch):
+    import vkbench.servers as servers
+
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.setattr(_FakeEngine, "calls", [])
+    monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
+    resolved = []
+    monkeypatch.setattr(servers, "resolve_server", lambda engine, version: resolved.append(version) or _source_build("x86_64"))
+    stack = ComposeBackend()._new_stack(spec(tmp_path, version="unstable"))
+    assert stack.image.startswith("localhost/vkbench-valkey:src-cccc") and stack.source.code["commit"] == "c" * 40
+    assert resolved == ["unstable"]                      # the image and the result name one resolution
+    assert not [c for c in _FakeEngine.calls if c[0] == "info"]   # a local engine runs this machine's binaries

@@ -207,7 +207,7 @@ def test_a_recorded_bisect_names_the_culprit_in_detection_the_issue_and_the_summ
     (found,) = [i for i in doc["incidents"] if i["id"] == incident["id"]]
     assert found["bisect"] == {"culprit": culprit, "culprit_subject": "server: an extra loop in call()", "effect": -0.1,
                                "ci_low": -0.12, "ci_high": -0.08, "measure": "standalone io1 P16 c50 d3 / SET",
-                               "reproduced": True, "steps": 1, "range_size": 1, "repository": TRUSTED,
+                               "reproduced": True, "resolved": True, "steps": 1, "range_size": 1, "repository": TRUSTED,
                                "workflow_run_url": "https://github.com/o/vkbench/actions/runs/9"}
     assert run_detection(history, write=False)["incidents"][0]["bisect"]["culprit"] == culprit
 
@@ -225,6 +225,27 @@ def test_a_bisect_that_did_not_reproduce_says_so(regression_history, tmp_path):
     assert code == 0 and "did not reproduce" in out
     (found,) = [i for i in run_detection(history, write=False)["incidents"] if i["id"] == incident["id"]]
     assert found["bisect"]["culprit"] is None and "no culprit named" in issue_body(found, [], repo=None)
+
+
+def test_a_bisect_stopped_by_its_step_limit_names_no_culprit(regression_history, tmp_path):
+    """A reproduced regression whose search the step limit ended: recorded without a culprit,
+    and the issue says why (not "did not reproduce")."""
+    history, incident = regression_history
+    path = _report(tmp_path, incident)
+    data = json.loads(path.read_text())
+    bad = incident["bad"]["commit"]
+    unresolved = {**data, "culprit": None, "culprit_subject": None, "effect": None, "effect_ci": [None, None],
+                  "resolved": False, "suspects": {"first": bad, "last": bad, "count": 2}}
+    path.write_text(json.dumps({**unresolved, "culprit": bad}))      # an unresolved bisect names no culprit
+    code, out = vk("bisect-record", "--history", history, "--incident", incident["id"], "--bisect", path)
+    assert code == 7 and "unresolved" in out, out
+    path.write_text(json.dumps(unresolved))
+    code, out = vk("bisect-record", "--history", history, "--incident", incident["id"], "--bisect", path)
+    assert code == 0 and "step limit" in out, out
+    (found,) = [i for i in run_detection(history, write=False)["incidents"] if i["id"] == incident["id"]]
+    assert found["bisect"]["culprit"] is None and found["bisect"]["resolved"] is False
+    body = issue_body(found, [], repo=None)
+    assert "step limit stopped the search" in body and "did not reproduce" not in body
 
 
 def test_a_bisect_of_another_range_or_repository_or_incident_is_refused(regression_history, tmp_path):

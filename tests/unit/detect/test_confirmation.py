@@ -102,3 +102,86 @@ def test_a_rejecting_ab_is_recorded_and_never_alerts(candidate_history, tmp_path
 def test_releases_get_no_confirmation(tmp_path):
     history = source_history(tmp_path, nights=25, drop_from=24, factor=0.9, version="9.1.2")
     assert "confirmation" not in run_detection(history, write=False)
+
+
+def test_the_confirmation_cell_is_the_series_cell_only_the_server_replaced():
+    """Every dimension of the series reaches the A/B's cell (workload, CPU placement, tool
+    arguments...): a cell without them would measure something else than what moved."""
+    from vkbench.detect.confirmations import series_cell
+    from vkbench.history.series import series_dims
+    from vkbench.matrix.model import Cell
+
+    cell = Cell.model_validate({
+        "server": "valkey:unstable", "tool": "memtier_benchmark", "tests": ["set", "get"], "clients": 50, "client_threads": 2,
+        "pipeline": 4, "requests": 1000, "cpu": {"server": "0", "client": "1"}, "tool_args": ["--key-prefix", "k:"],
+        "workload": {"ratio": "1:10", "key_pattern": "G:G"}, "read_from": "primary", "runner": "cloud-x86",
+        "repetitions": 5})
+    result = {"dimensions": cell.dimensions(), "run": {"machine_class": "cloud-x86"}}
+    rebuilt = Cell.model_validate(series_cell(series_dims(result, "SET")))
+    # The same cell, but one repetition per round and on the A/B's own runner.
+    assert rebuilt.dimensions() == {**cell.dimensions(), "repetitions": 1, "runner": "local"}
+    assert rebuilt.server == "valkey:unstable"
+
+
+def vk(*args) -> tuple[int, str]:
+    """(exit code, stdout + stderr) of the CLI; an exception escaping it fails the test."""
+    import contextlib
+    import io
+
+    from vkbench.cli import main
+
+    out = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    assert "Traceback" not in out.getvalue()
+    return code, out.getvalue()
+
+
+def _waiting(history):
+    (request,) = run_detection(history, write=False)["confirmation"]["waiting"]
+    return request
+
+
+@pytest.mark.parametrize("content,field", [
+    ("[1, 2]", "not an A/B report"),
+    (json.dumps({"base": {}, "candidate": {"commit": "x"}, "rows": []}), "base/commit"),
+    ("GOOD", "rows/0/change"),
+    ("{oops", "not JSON"),
+])
+def test_a_malformed_ab_report_is_exit_7_naming_it(candidate_history, tmp_path, content, field):
+    request = _waiting(candidate_history)
+    path = tmp_path / "ab.json"
+    if content == "GOOD":
+        report = json.loads(_ab(tmp_path, request, -0.1, (-0.12, -0.08)).read_text())
+        del report["rows"][0]["change"]
+        content = json.dumps(report)
+    path.write_text(content)
+    code, out = vk("confirm", "--history", candidate_history, "--id", request["id"], "--ab", path)
+    assert code == 7, out
+    assert str(path) in out and field in out
+    assert not (candidate_history / "confirmations.json").exists()
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda e: e.pop("status"), "status"),
+    (lambda e: e.update(ab=[]), "ab"),
+    (lambda e: e["request"].update(series=[{"series_id": 1}]), "request/series/0"),
+    (lambda e: e["request"]["bad"].update(commit=7), "request/bad"),
+    (lambda e: e.update(id="confirm-other"), "id"),
+])
+def test_a_malformed_confirmations_file_is_exit_7_naming_it(candidate_history, tmp_path, mutate, field):
+    request = _waiting(candidate_history)
+    out = CliRunner().invoke(confirm_cmd, ["--history", str(candidate_history), "--id", request["id"],
+                                           "--ab", str(_ab(tmp_path, request, -0.1, (-0.12, -0.08)))])
+    assert out.exit_code == 0, out.output
+    path = candidate_history / "confirmations.json"
+    data = json.loads(path.read_text())
+    mutate(data["confirmations"][request["id"]])
+    path.write_text(json.dumps(data))
+    code, out = vk("detect", "--history", candidate_history)
+    assert code == 7, out
+    assert str(path) in out and f"confirmations/{request['id']}/{field}" in out

@@ -57,3 +57,70 @@ def test_library_dir_goes_into_env(cache_root, no_fetch):
     merged = binary.run_env({"LD_LIBRARY_PATH": "/other", "HOME": "/h"})
     assert merged["LD_LIBRARY_PATH"] == f"{cache_root}/valkey/8.0.1/lib:/other"
     assert merged["HOME"] == "/h"
+
+
+def _locked_elsewhere(root, name: str) -> bool:
+    """Whether another open file (as another process would have) finds the entry lock taken."""
+    import fcntl
+
+    with open(root / ".locks" / f"{name}.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def test_the_entry_lock_nests_within_a_thread_and_excludes_others(cache_root):
+    import threading
+
+    finished = threading.Event()
+
+    def nested():
+        with cache.entry_lock("valkey-unstable"), cache.entry_lock("valkey-unstable"):
+            assert _locked_elsewhere(cache_root, "valkey-unstable")
+        assert not _locked_elsewhere(cache_root, "valkey-unstable")
+        finished.set()
+
+    thread = threading.Thread(target=nested, daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    assert finished.is_set(), "a nested entry_lock waited for itself"
+
+
+def test_a_source_build_alias_is_written_under_its_entry_lock(cache_root, monkeypatch, tmp_path):
+    """ab prepares its sides with source_build.fetch directly (not through resolve, which locks
+    the entry too): the alias must be replaced under the lock, also when resolve holds it."""
+    import threading
+
+    from vkbench.servers import resolve, source_build
+    from vkbench.servers.gitmirror import Mirror
+
+    build = make_entry(cache_root, "valkey", "src-cccccccccccc-cfg", {"valkey-server": "Valkey server v=255.255.255"},
+                       source="source-build")
+    seen = []
+    real_write_alias = source_build.write_alias
+
+    def write_alias(version, built, ref, url, root=None):
+        seen.append((version, _locked_elsewhere(cache_root, f"valkey-{version}")))
+        return real_write_alias(version, built, ref, url, root)
+
+    monkeypatch.setattr(source_build, "_require_tools", lambda: None)
+    monkeypatch.setattr(Mirror, "resolve", lambda self, ref: "c" * 40)
+    monkeypatch.setattr(source_build, "build_commit", lambda *args, **kwargs: build)
+    monkeypatch.setattr(source_build, "write_alias", write_alias)
+    entry = source_build.fetch("c" * 40, url="https://example.invalid/valkey")
+    assert entry == cache_root / "valkey" / ("c" * 40) and seen == [("c" * 40, True)]
+    # Through resolve (which holds the same lock around the fetch): no deadlock, locked as well.
+    done = threading.Event()
+
+    def through_resolve():
+        resolve.fetch_release("valkey", "unstable")
+        done.set()
+
+    thread = threading.Thread(target=through_resolve, daemon=True)
+    thread.start()
+    thread.join(timeout=20)
+    assert done.is_set(), "fetch_release deadlocked on the entry lock it holds"
+    assert seen[-1] == ("unstable", True)

@@ -121,3 +121,14 @@ def test_cached_alias_from_another_url_is_not_served(cache_root, monkeypatch):
     assert source_build.alias_matches(meta, "file:///a", config)
     assert not source_build.alias_matches(meta, "file:///b", config)
     assert not source_build.alias_matches({**meta, "build_config": {"id": "other"}}, "file:///a", config)
+
+
+
+def test_git_errors_never_show_a_token():
+    """Git may name the URL it failed on with its credentials (older versions, some transports,
+    remote helpers): git_error redacts every URL's user:token, and nothing else."""
+    assert git_error("fatal: unable to access 'https://x-access-token:ghs_secret@github.com/o/r/': 403\n") == \
+        "fatal: unable to access 'https://***@github.com/o/r/': 403"
+    assert git_error("error: a\nfatal: could not read from https://tok@host/x and ssh://git@h/y\n") == \
+        "error: a\nfatal: could not read from https://***@host/x and ssh://***@h/y"
+    assert git_error("fatal: bad object deadbeef // at @ 3\n") == "fatal: bad object deadbeef // at @ 3"

@@ -82,3 +82,39 @@ def test_setup_only_checks_a_cached_build(tmp_path):
     (entry / "meta.json").write_text('{"engine": "memtier", "version": "2.3.0"}\n')
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert (proc.returncode, proc.stdout) == (0, "memtier_benchmark: cached\n"), proc.stderr
+
+
+def test_a_build_step_that_times_out_takes_its_whole_process_group_down(tmp_path, monkeypatch):
+    """make runs sub-makes and compilers: on a timeout (or Ctrl-C) every one of them stops, not
+    only the process vkbench started."""
+    import os
+    import time
+
+    monkeypatch.setattr(memtier_build, "BUILD_TIMEOUT_S", 1.0)
+    pid_file = tmp_path / "child.pid"
+    log = tmp_path / "build.log"
+    # A "make" that leaves a child behind: the child must not outlive the timeout.
+    script = f"sleep 60 & echo $! > {pid_file}; wait"
+    started = time.monotonic()
+    try:
+        with pytest.raises(MissingBinaryError, match="memtier build: make.*timed out"):
+            memtier_build._run(["sh", "-c", script], tmp_path, log, "make")
+        assert time.monotonic() - started < 30
+        child = int(pid_file.read_text())
+        deadline = time.monotonic() + 10
+        while _running(child) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(child), "the build step's child outlived the timeout"
+        assert "$ sh -c" in log.read_text()
+    finally:
+        if pid_file.exists() and _running(int(pid_file.read_text())):
+            os.kill(int(pid_file.read_text()), 9)     # the sleep this test started
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a reparented child may wait a moment to be reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

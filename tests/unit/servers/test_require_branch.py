@@ -90,3 +90,96 @@ def test_ab_and_bisect_refuse_before_building(upstream, cache_root, no_fetch, tm
                    "--require-branch", "unstable", "--out", tmp_path / "bisect")
     assert code == 2 and "bad" in out and "is not on unstable" in out, out
     assert no_fetch == [] and not (tmp_path / "bisect").exists()
+
+
+def _move_after_first_resolve(monkeypatch, upstream_path: Path, ref: str, target: str) -> None:
+    """A force-push racing the checks: right after ``ref`` is resolved the first time, the
+    upstream moves it to ``target``; any second resolution sees the moved ref."""
+    from vkbench.servers.gitmirror import Mirror
+
+    original = Mirror.resolve
+    moved = []
+
+    def resolve(self, asked):
+        commit = original(self, asked)
+        if asked == ref and not moved:
+            moved.append(asked)
+            _git(upstream_path, "update-ref", f"refs/{'pull/7/head' if ref.startswith('refs/pull') else 'heads/' + ref}",
+                 target)
+        return commit
+
+    monkeypatch.setattr(Mirror, "resolve", resolve)
+
+
+class _Built(Exception):
+    pass
+
+
+@pytest.mark.parametrize("check", ["approved head", "branch"])
+def test_ab_builds_the_very_commits_it_checked(upstream, cache_root, monkeypatch, tmp_path, check):
+    """The approved head (--pr-head) and the branch (--require-branch) are checked on the commits
+    that get built: a force-push right after the check is never built (each ref is resolved once)."""
+    from vkbench import ab
+    from vkbench.servers import source_build
+
+    first, _, third = upstream["merged"]
+    repo = Path(upstream["url"].removeprefix("file://"))
+    _git(repo, "update-ref", "refs/pull/7/head", third)
+    _move_after_first_resolve(monkeypatch, repo, "refs/pull/7/head", upstream["fork"])
+    built = []
+
+    def fetch(version, url=None, progress=None, **_):
+        built.append(version)
+        entry = tmp_path / "entries" / version
+        entry.mkdir(parents=True)
+        (entry / "meta.json").write_text('{"build_config": {}}')
+        return entry
+
+    def stop(*args, **kwargs):
+        raise _Built()
+
+    monkeypatch.setattr(source_build, "fetch", fetch)
+    monkeypatch.setattr(ab, "_run_rounds", stop)
+    options = ab.ABOptions(base=first, candidate="refs/pull/7/head", url=upstream["url"],
+                           expect_candidate=third if check == "approved head" else None,
+                           require_branch="unstable" if check == "branch" else None,
+                           out_dir=tmp_path / "ab", min_rounds=2, max_rounds=2)
+    with pytest.raises(_Built):
+        ab.run_ab(options)
+    assert built == [first, third]               # not the fork's commit pushed after the check
+
+
+def test_the_approved_head_is_a_full_sha(upstream, cache_root, no_fetch, tmp_path):
+    from vkbench.ab import ABOptions, run_ab
+
+    third = upstream["merged"][2]
+    with pytest.raises(UsageError, match="full 40-hex"):
+        run_ab(ABOptions(base=upstream["merged"][0], candidate="refs/pull/7/head", url=upstream["url"],
+                         expect_candidate=third[:12], out_dir=tmp_path / "ab"))
+    code, out = vk("ab", "--repo", upstream["url"], "--base", upstream["merged"][0], "--pr", "7",
+                   "--pr-head", third[:12], "--out", tmp_path / "ab")
+    assert code == 2 and "full 40-hex" in out, out
+    assert no_fetch == []
+
+
+def test_bisect_runs_on_the_ends_it_checked(upstream, cache_root, monkeypatch, tmp_path):
+    """--require-branch checks the ends, and the bisect runs on those commits even when the ref
+    moves right after (to a commit that is not on the branch)."""
+    from vkbench import bisect
+    from vkbench.ab import ABOptions
+
+    first, _, third = upstream["merged"]
+    repo = Path(upstream["url"].removeprefix("file://"))
+    _git(repo, "branch", "release", third)
+    _move_after_first_resolve(monkeypatch, repo, "release", upstream["fork"])
+    asked = []
+
+    def run_ab(options, progress=None):
+        asked.append((options.base, options.candidate))
+        raise _Built()
+
+    monkeypatch.setattr(bisect, "run_ab", run_ab)
+    template = ABOptions(base="", candidate="", require_branch="unstable")
+    with pytest.raises(_Built):
+        bisect.run_bisect(upstream["url"], first, "release", template, tmp_path / "bisect")
+    assert asked == [(first, third)]

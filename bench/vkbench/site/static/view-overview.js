@@ -51,6 +51,9 @@ function culpritLine(incident) {
   if (!b) return null;
   const steps = `${b.steps} A/B step${b.steps === 1 ? "" : "s"}`;
   const run = b.workflow_run_url ? [" · ", extLink(b.workflow_run_url, "bisect run ↗", "workflow run of the bisect")] : null;
+  if (b.reproduced && b.resolved === false) {
+    return h("p.culprit.muted", {}, `Bisect (${steps}): the step limit stopped the search before one commit remained, no culprit named.`, run);
+  }
   if (!b.reproduced || !b.culprit) {
     return h("p.culprit.muted", {}, `Bisect (${steps}): the regression did not reproduce, no culprit named.`, run);
   }

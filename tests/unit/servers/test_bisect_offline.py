@@ -1,0 +1,96 @@
+"""The bisect's search on a small local repository, each A/B step replaced by a stand-in that
+reports a chosen change (no build, no server): the step limit, a step without the measure, and
+the Markdown of commit subjects."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vkbench import bisect
+from vkbench.ab import ABOptions, ABReport, Row, Side
+from vkbench.errors import UsageError
+
+CELL = "standalone io1 P16 c50 d3"
+HOSTILE = "fix ](https://evil.example) <img src=x onerror=alert(1)> | `x`"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-10-01T00:00:00Z",
+           "GIT_COMMITTER_DATE": "2024-10-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def line(tmp_path: Path) -> dict:
+    """Nine commits on one line; the sixth (index 5) is the culprit. Subjects are hostile Markdown."""
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "unstable")
+    commits = []
+    for i in range(9):
+        (repo / "file").write_text(f"{i}\n")
+        _git(repo, "add", "file")
+        _git(repo, "commit", "-q", "-m", f"{HOSTILE} {i}")
+        commits.append(_git(repo, "rev-parse", "HEAD"))
+    return {"url": f"file://{repo}", "commits": commits}
+
+
+def _stand_in(commits: list[str], culprit: int, rows=None):
+    """run_ab for bisect: -10 % from ``culprit`` on, else 0 %, with a tight interval."""
+    def run_ab(options: ABOptions, progress=None) -> ABReport:
+        index = commits.index(options.candidate)
+        change = -0.1 if index >= culprit else 0.0
+        side = Side("base", options.base, options.base, "good"), Side("candidate", options.candidate, options.candidate, "x")
+        measured = rows(options) if rows else [Row(CELL, "SET", 100.0, 100 * (1 + change), change, change - 0.01,
+                                                  change + 0.01, 0.01, 4, "slower" if change else "no significant change")]
+        return ABReport(options.url, *side, measured, 4, 0.02, 1.0, str(options.out_dir))
+    return run_ab
+
+
+def test_the_step_limit_leaves_the_range_unresolved(line, cache_root, monkeypatch, tmp_path):
+    commits = line["commits"]
+    monkeypatch.setattr(bisect, "run_ab", _stand_in(commits, culprit=5))
+    report = bisect.run_bisect(line["url"], commits[0], commits[-1], ABOptions(base="", candidate=""), tmp_path / "b",
+                               max_steps=1)
+    # 8 commits after good; one midpoint (index 3 of the range = commits[4], good) leaves 4.
+    assert report.reproduced and not report.resolved
+    assert report.culprit is None and report.effect is None
+    assert report.suspects == {"first": commits[5], "last": commits[8], "count": 4}
+    text = (tmp_path / "b" / "bisect.md").read_text()
+    assert "Culprit" not in text and "Unresolved" in text and "4 commits left" in text
+    saved = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert saved["resolved"] is False and saved["culprit"] is None
+    assert not list((tmp_path / "b").glob(".bisect.*")), "written beside, then renamed"
+    # With enough steps the same search names the culprit.
+    full = bisect.run_bisect(line["url"], commits[0], commits[-1], ABOptions(base="", candidate=""), tmp_path / "c")
+    assert full.resolved and full.culprit == commits[5] and full.suspects is None
+
+
+def test_bisect_markdown_escapes_commit_subjects(line, cache_root, monkeypatch, tmp_path):
+    commits = line["commits"]
+    monkeypatch.setattr(bisect, "run_ab", _stand_in(commits, culprit=5))
+    bisect.run_bisect(line["url"], commits[0], commits[-1], ABOptions(base="", candidate=""), tmp_path / "b")
+    text = (tmp_path / "b" / "bisect.md").read_text()
+    assert "Culprit" in text and "evil.example" in text
+    assert not re.search(r"(?<!\\)\]\(https://evil", text) and not re.search(r"(?<!\\)<img", text)
+    for row in (r for r in text.splitlines() if r.startswith("| ") and "evil" in r):
+        assert len(re.findall(r"(?<!\\)\|", row)) == 8, row            # 7 columns, however the subject reads
+
+
+def test_a_step_without_the_measured_row_is_a_usage_error(line, cache_root, monkeypatch, tmp_path):
+    commits = line["commits"]
+
+    def rows(options):
+        cell = CELL if options.candidate == commits[-1] else "another cell"
+        return [Row(cell, "SET", 100.0, 90.0, -0.1, -0.11, -0.09, 0.01, 4, "slower")]
+
+    monkeypatch.setattr(bisect, "run_ab", _stand_in(commits, culprit=5, rows=rows))
+    with pytest.raises(UsageError, match=f"no row for {CELL} / SET") as err:
+        bisect.run_bisect(line["url"], commits[0], commits[-1], ABOptions(base="", candidate=""), tmp_path / "b")
+    assert "another cell / SET" in err.value.hint
