@@ -73,7 +73,7 @@ def test_incident_profile_flame_graphs(insights_site, new_page):
     # Before: the function is not in the last good build's graph; the tab is in the URL.
     page.locator("a.tab[data-mode='before']").click()
     page.wait_for_selector(".flamegraph[data-mode='before'] svg", timeout=15_000)
-    assert "mode=before" in page.url
+    page.wait_for_function("location.hash.includes('mode=before')", timeout=5_000)   # not page.url: updated late
     assert page.locator(".flamegraph svg g.frame[name='slowHelper']").count() == 0
     assert page.locator(".flamegraph svg g.frame[name='processCommand']").count() >= 1
     # Hovering a frame names it and its share in the details line (d3-flame-graph).

@@ -4,7 +4,6 @@ console errors or failed requests; no horizontal overflow at phone width."""
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 
 import pytest
 
@@ -69,16 +68,47 @@ def test_overview_shows_the_bisect_culprit(site, new_page):
     problems.assert_none()
 
 
+def test_a_same_build_shift_is_listed_apart_and_counts_as_no_regression(site, new_page):
+    """detect.json marks an incident whose last good and first bad runs ran the same build
+    (same_build, silenced by detection itself): it is not an open regression of the overview,
+    not an improvement, but a shift listed on its own with why it alerts nobody."""
+    import copy
+    import json
+
+    url, facts = site
+    page, problems = new_page()
+    detect = copy.deepcopy(facts["detect"])
+    shift = copy.deepcopy(detect["incidents"][0])
+    shift.update(id="inc-same-build", title="GET, pipeline 16, io-threads 1, local: -9% between 2026-01-13 and 2026-01-14",
+                 same_build=True, silenced=True, magnitude=-0.09,
+                 annotation={"action": "silence", "automatic": "same-build",
+                             "reason": "the same server build ran before and after the change"})
+    shift.pop("bisect", None)
+    detect["incidents"].append(shift)
+    page.route("**/data/detect.json*", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=json.dumps(detect)))
+    open_view(page, url, "#/overview", ".same-build li[data-incident='inc-same-build']")
+    item = page.locator(".same-build li[data-incident='inc-same-build']")
+    assert "local: -9%" in item.inner_text() and "open" in item.inner_text()
+    assert "no code change caused them" in page.locator("section", has=item).inner_text()
+    # Only the real regression is open; the shift is neither a card nor an improvement.
+    assert page.locator("article.incident").count() == 1
+    assert page.locator(".improvements li[data-incident='inc-same-build']").count() == 0
+    assert "1 open regression." in page.locator(".hero").inner_text()
+    problems.assert_none()
+
+
 def test_filter_change_changes_the_chart(site, new_page):
     url, _ = site
     page, problems = new_page()
     open_view(page, url, "#/explorer", ".legend-item")
-    assert "machine_class=" in page.url, "defaults are written into the URL"
+    # location.hash, not page.url: Playwright learns of in-page URL changes asynchronously.
+    assert "machine_class=" in page.evaluate("location.hash"), "defaults are written into the URL"
     before = page.locator(".legend-item").count()
     assert before == 9  # 3 versions x io-threads 1/2/4, SET, one machine class
     page.locator("fieldset.filter label", has_text="io-threads 4").click()
     page.wait_for_function("document.querySelectorAll('.legend-item').length === 6")
-    assert "io_threads=1,2" in unquote(page.url)
+    page.wait_for_function("decodeURIComponent(location.hash).includes('io_threads=1,2')", timeout=5_000)
     labels = page.locator(".legend-label").all_inner_texts()
     assert not any("io-threads 4" in label for label in labels)
     assert page.locator(".chart canvas").count() == 1

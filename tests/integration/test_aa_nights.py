@@ -14,6 +14,7 @@ on every series, so the test asks for at least one.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import shutil
 import sys
@@ -35,7 +36,9 @@ REQUESTS = 200000
 
 
 def _scaled_copy(src: Path, dest: Path, when: dt.datetime, factor: float) -> None:
-    """A night's result re-dated, its throughput (medians, intervals, repetitions) times ``factor``."""
+    """A night's result re-dated, its throughput (medians, intervals, repetitions) times ``factor``.
+    A scaled night stands for a slower build (another binary): with the same build on both sides
+    detection would rightly say no code change caused the step, and alert nobody."""
     dest.mkdir(parents=True, exist_ok=True)
     run_id = f"aa-{when:%Y%m%dT%H%M}"
     for path in src.glob("*.json"):
@@ -46,6 +49,8 @@ def _scaled_copy(src: Path, dest: Path, when: dt.datetime, factor: float) -> Non
                 if rps.get(key) is not None:
                     rps[key] *= factor
             rps["samples"] = [x * factor for x in rps["samples"]]
+        if factor != 1.0:
+            result["subject"]["build"]["id"] = "sha256:" + hashlib.sha256(f"slower {factor}".encode()).hexdigest()
         (dest / path.name).write_text(json.dumps(result))
         aa_nights.redate(dest / path.name, when, run_id)
     if factor != 1.0:
@@ -92,3 +97,7 @@ def test_quiet_nights_raise_no_incident_and_a_large_step_is_found(tmp_path):
     found = [cp for cp in rps_changes if cp["direction"] == "regression" and abs(cp["index"] - step_index) <= 1]
     assert found, json.dumps(rps_changes, indent=1)[:3000]
     assert doc["incidents"], "a change point at the step must make an incident"
+    # Another build after the step: a regression that alerts (not the same build, not silenced).
+    alerting = [i for i in doc["incidents"] if i["direction"] == "regression" and i["status"] == "open"
+                and not i["silenced"] and not i["same_build"]]
+    assert alerting, json.dumps(doc["incidents"], indent=1)[:3000]

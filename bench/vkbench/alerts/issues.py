@@ -70,6 +70,8 @@ def _close_reason(incident: dict | None) -> str:
         return "The latest detection no longer reports this change (more runs showed it was noise, or the history was reset)."
     if incident.get("silenced"):
         ann = incident.get("annotation") or {}
+        if incident.get("same_build"):
+            return f"Not a code change: {md.text(ann.get('reason', 'the same build ran before and after'))}."
         return f"Silenced by an annotation: {md.text(ann.get('reason', 'no reason given'))}"
     if incident.get("resolution") == "baseline-reset":
         return "The baseline was reset by an annotation: the new level is accepted."

@@ -81,7 +81,9 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     state = incident["status"]
     if incident.get("resolution"):
         state += f", {incident['resolution']}"
-    if incident.get("silenced"):
+    if incident.get("same_build"):
+        state += ", same build before and after: not a code change"
+    elif incident.get("silenced"):
         state += ", silenced"
     lines = [f"{heading} {icon} {md.text(incident['title'])}", ""]
     lines.append(

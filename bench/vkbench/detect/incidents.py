@@ -118,6 +118,12 @@ def _incident(members: list[dict], dims: dict, annotations: list[dict]) -> dict:
         marks = {cp.get("silenced_by") for cp in members}
         if None not in marks:
             annotation, silenced = annotations[min(marks)], True
+    same_build = all(same_build_on_both_sides(cp) for cp in members)
+    if not annotation and same_build:
+        # The very binary that ran before the change ran after it: no code moved, the machine or
+        # the measurement did (an A/A night, a release measured nightly, a night without commits).
+        # Kept and shown like a silenced incident; it opens no issue and fails no gate.
+        annotation, silenced = {"action": "silence", "reason": SAME_BUILD_REASON, "automatic": "same-build"}, True
     if all(cp["baseline_reset"] for cp in members):
         reset = True
     recovered = all(cp["recovered"] for cp in members)
@@ -141,7 +147,18 @@ def _incident(members: list[dict], dims: dict, annotations: list[dict]) -> dict:
         "good": rep["good"],
         "bad": rep["bad"],
         "annotation": annotation,
+        "same_build": same_build,
     }
+
+
+SAME_BUILD_REASON = ("the same server build ran before and after the change, so no code change caused it "
+                     "(the machine or the measurement moved); not alerted")
+
+
+def same_build_on_both_sides(cp: dict) -> bool:
+    """The last good and first bad runs ran the identical server binary (or image)."""
+    good, bad = cp["good"].get("build_id"), cp["bad"].get("build_id")
+    return bool(good) and good == bad
 
 
 def title(members: list[dict], dims: dict, machine: str, metric: str, magnitude: float, rep: dict) -> str:

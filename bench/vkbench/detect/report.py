@@ -28,7 +28,9 @@ def render_text(doc: dict, *, limit: int = 20) -> str:
         by_incident.setdefault(cp.get("incident_id"), []).append(cp)
     for incident in doc["incidents"][:limit]:
         state = incident["status"].upper()
-        if incident["silenced"]:
+        if incident.get("same_build"):
+            state += " (same build: not a code change)"
+        elif incident["silenced"]:
             state += " (silenced)"
         if incident.get("resolution"):
             state += f" ({incident['resolution']})"

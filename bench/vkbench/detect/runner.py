@@ -160,7 +160,7 @@ def _ref(point: dict) -> dict:
         "commit": point.get("commit"),
         "timestamp": point["timestamp"],
         "workflow_run_url": point.get("workflow_run_url"),
-        **{k: point[k] for k in ("repository", "build_config") if point.get(k)},
+        **{k: point[k] for k in ("repository", "build_config", "build_id") if point.get(k)},
     }
 
 

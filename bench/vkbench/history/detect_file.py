@@ -76,7 +76,7 @@ _REF = {
     "run_id": (_str, "a string"), "commit": (_opt_str, "a string or null"), "timestamp": (_opt_str, "a string or null"),
     "version": (_opt_str, "a string or null"), "server_version": (_opt_str, "a string or null"),
     "workflow_run_url": (_opt_str, "a string or null"), "repository": (_opt_str, "a string or null"),
-    "build_config": (_opt_str, "a string or null"),
+    "build_config": (_opt_str, "a string or null"), "build_id": (_opt_str, "a string or null"),
 }
 _REF_REQUIRED = ("run_id",)
 
@@ -107,6 +107,7 @@ _INCIDENT = {
     "series_ids": (_list_of(_str), "a list of series ids"), "machine_class": (_str, "a string"),
     "silenced": (_bool, "true or false"), "resolution": (_opt_str, "a string or null"), "engine": (_opt_str, "a string or null"),
     "metrics": (_list_of(_str), "a list of strings"), "confirmation": (_dict, "an object"),
+    "same_build": (_bool, "true or false"),
     "profile_diff": (lambda v: isinstance(v, dict) and isinstance(v.get("rows"), list) and all(
         isinstance(r, dict) and set(r) == set(_PROFILE_ROW) and all(c(r[k]) for k, c in _PROFILE_ROW.items())
         for r in v["rows"]), f"an object whose 'rows' each have {', '.join(_PROFILE_ROW)}"),

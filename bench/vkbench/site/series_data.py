@@ -97,6 +97,12 @@ def _annotation_text(annotation: Any) -> str | None:
     if isinstance(annotation, str):
         return annotation
     if isinstance(annotation, dict):
+        # results/annotations.yaml's entries ({action, reason}); detection's own same-build note
+        # ({automatic, reason}) says everything in its reason.
+        if isinstance(annotation.get("reason"), str):
+            if annotation.get("automatic") or not isinstance(annotation.get("action"), str):
+                return annotation["reason"]
+            return f"{annotation['action']}: {annotation['reason']}"
         for key in ("text", "note", "title", "message"):
             if isinstance(annotation.get(key), str):
                 return annotation[key]

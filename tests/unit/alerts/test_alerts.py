@@ -90,6 +90,20 @@ def test_silenced_incident_closes_its_issue_as_not_planned():
         assert fake.issues[1]["state_reason"] == "not_planned"
 
 
+def test_a_same_build_incident_opens_no_issue_and_closes_one_with_its_reason():
+    from vkbench.detect.incidents import SAME_BUILD_REASON
+
+    doc = detection(silenced=True)
+    doc["incidents"][0].update(same_build=True, annotation={"action": "silence", "reason": SAME_BUILD_REASON,
+                                                            "automatic": "same-build"})
+    with FakeGitHub() as fake:
+        assert sync_issues(doc, client(fake)) == [] and fake.calls == [LIST]
+        fake.add_issue("Performance regression: x", marker("0123456789ab") + "\nbody")
+        assert [a.kind for a in sync_issues(doc, client(fake))] == ["close"]
+        assert fake.issues[1]["comments"][0].startswith("Not a code change: the same server build ran before and after")
+        assert fake.issues[1]["state_reason"] == "not_planned"
+
+
 def test_an_issue_closed_by_a_person_is_not_reopened_or_duplicated():
     with FakeGitHub() as fake:
         fake.add_issue("Performance regression: x", marker("0123456789ab"), state="closed")

@@ -21,7 +21,7 @@ def commit_of(night: int) -> str:
 
 
 def build_history(tmp_path, levels, *, nights=50, cv=0.01, seed=1, io_threads=(2, 4), commands=("SET", "GET"),
-                  fingerprint=lambda night: "fp-1", start=0):
+                  fingerprint=lambda night: "fp-1", start=0, commit=commit_of):
     """One result per (night, io-threads) with every command; ``levels(night)`` is the rps
     factor of that night (1.0 = baseline)."""
     rng = np.random.default_rng(seed)
@@ -31,7 +31,7 @@ def build_history(tmp_path, levels, *, nights=50, cv=0.01, seed=1, io_threads=(2
             rps = {cmd: 400_000 * (1 + 0.1 * k) * levels(night) * (1 + rng.normal(0, cv)) for k, cmd in enumerate(commands)}
             result = make_result(
                 run_id=f"night-{night:03d}", cell_id=f"io{io}", rps=rps, io_threads=io, spread=cv / 2,
-                timestamp=f"2026-{9 + night // 28:02d}-{night % 28 + 1:02d}T02:00:00Z", commit=commit_of(night),
+                timestamp=f"2026-{9 + night // 28:02d}-{night % 28 + 1:02d}T02:00:00Z", commit=commit(night),
                 fingerprint_id=fingerprint(night), workflow_run_url=f"https://github.com/o/r/actions/runs/{night}",
             )
             write_result(out / f"{night:03d}", result)
@@ -122,6 +122,44 @@ def test_silence_by_incident_id_and_by_series(step_history):
     assert by_series["incidents"][0]["silenced"]
     partly = run_detection(history, [{"series": {"command": "SET"}, "action": "silence", "reason": "SET only"}])
     assert not partly["incidents"][0]["silenced"]      # GET is not covered
+
+
+def test_a_change_with_the_same_build_on_both_sides_is_not_a_code_change(tmp_path, capsys):
+    """A release measured every night (or an A/A night, or a night without commits) runs the very
+    binary before and after a step: the machine or the measurement moved. Kept and shown, marked,
+    never alerted."""
+    history = build_history(tmp_path, step_at(40, 0.9), io_threads=(2,), commit=lambda night: "9" * 40)
+    doc = run_detection(history)
+    (incident,) = doc["incidents"]
+    assert incident["direction"] == "regression" and incident["status"] == "open"
+    assert incident["same_build"] is True and incident["silenced"] is True
+    assert incident["annotation"]["automatic"] == "same-build"
+    assert "same server build ran before and after" in incident["annotation"]["reason"]
+    assert incident["good"]["build_id"] == incident["bad"]["build_id"] == "sha256:999999999999"
+    text = CliRunner().invoke(detect_cmd, ["--history", str(history)])
+    assert "1 incidents (0 open unsilenced regressions)" in text.output
+    assert "OPEN (same build: not a code change) regression" in text.output
+    md = CliRunner().invoke(detect_cmd, ["--history", str(history), "--format", "markdown"])
+    assert "same build before and after: not a code change" in md.output
+    main(["detect", "--history", str(history), "--fail-on", "regression"])      # no exit 10
+    # The site keeps the mark and writes the reason (not a dict's repr) on the series' chart.
+    from vkbench.site.build import build_site
+
+    build_site(history, tmp_path / "site")
+    site_detect = json.loads((tmp_path / "site" / "data" / "detect.json").read_text())
+    assert site_detect["incidents"][0]["same_build"] is True
+    series_file = tmp_path / "site" / "data" / "series" / f"{incident['series_ids'][0]}.json"
+    notes = json.loads(series_file.read_text())["notes"]
+    assert [n["text"] for n in notes] == [incident["annotation"]["reason"]]
+    # A person's annotation on the incident still decides.
+    reset = run_detection(history, [{"incident": incident["id"], "action": "reset-baseline", "reason": "new kernel"}])
+    assert reset["incidents"][0]["resolution"] == "baseline-reset"
+    assert reset["incidents"][0]["annotation"]["reason"] == "new kernel"
+
+
+def test_a_step_between_two_builds_is_a_code_change(step_history):
+    (incident,) = run_detection(step_history)["incidents"]
+    assert incident["same_build"] is False and not incident["silenced"] and incident["annotation"] is None
 
 
 def test_reset_baseline_after_a_run_accepts_the_new_level(step_history):

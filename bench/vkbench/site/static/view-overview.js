@@ -124,6 +124,16 @@ async function incidentChart(box, index, incident, ctx) {
   }
 }
 
+// An annotation from results/annotations.yaml ({action, reason, ...}), the automatic one of a
+// same-build incident, or a plain note.
+function annotationText(annotation) {
+  if (typeof annotation === "string") return annotation;
+  if (annotation && typeof annotation.reason === "string") {
+    return annotation.automatic ? annotation.reason : `${annotation.action || "note"}: ${annotation.reason}`;
+  }
+  return JSON.stringify(annotation);
+}
+
 function incidentCard(index, incident, ctx, drawNow) {
   const box = h("div.mini-chart");
   const card = h("article.card.incident", { "data-incident": incident.id, "aria-labelledby": `inc-${incident.id}` },
@@ -131,7 +141,7 @@ function incidentCard(index, incident, ctx, drawNow) {
     h("p", {}, magnitudeBadge(incident), h("span.badge", {}, incident.machine_class || "?"), h("span.badge", {}, incident.status || "")),
     commitRange(index, incident),
     culpritLine(incident),
-    incident.annotation ? h("p.note", {}, "✎ ", typeof incident.annotation === "string" ? incident.annotation : JSON.stringify(incident.annotation)) : null,
+    incident.annotation ? h("p.note", {}, "✎ ", annotationText(incident.annotation)) : null,
     box,
     h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →"),
       index.profiles?.[incident.id] ? [" · ", h("a.profile-link", { href: `#/profile?incident=${encodeURIComponent(incident.id)}` }, "CPU profile: before, after, difference →")] : null));
@@ -145,10 +155,13 @@ export async function renderOverview(root, params, ctx) {
   const detect = await loadDetect();
   if (!ctx.isCurrent()) return;
   const incidents = detect.incidents || [];
-  const open = incidents.filter((i) => i.status === "open" && i.direction === "regression")
+  // The same build before and after: the machine or the measurement moved, not the code.
+  const codeChanges = incidents.filter((i) => !i.same_build);
+  const newestFirst = (a, b) => String(b.bad?.timestamp).localeCompare(String(a.bad?.timestamp));
+  const open = codeChanges.filter((i) => i.status === "open" && i.direction === "regression")
     .sort((a, b) => Math.abs(b.magnitude || 0) - Math.abs(a.magnitude || 0));
-  const improvements = incidents.filter((i) => i.direction === "improvement")
-    .sort((a, b) => String(b.bad?.timestamp).localeCompare(String(a.bad?.timestamp))).slice(0, 10);
+  const improvements = codeChanges.filter((i) => i.direction === "improvement").sort(newestFirst).slice(0, 10);
+  const shifts = incidents.filter((i) => i.same_build).sort(newestFirst).slice(0, 10);
 
   root.append(h("div.hero", {},
     h("h1", {}, "Valkey performance trends"),
@@ -169,8 +182,17 @@ export async function renderOverview(root, params, ctx) {
   else {
     impSection.append(h("ul.improvements", {}, improvements.map((inc) => h("li", { "data-incident": inc.id },
       magnitudeBadge(inc), " ", h("span", {}, inc.title || inc.id), commitRange(index, inc),
-      inc.annotation ? h("span.note", {}, `✎ ${typeof inc.annotation === "string" ? inc.annotation : JSON.stringify(inc.annotation)} `) : null,
+      inc.annotation ? h("span.note", {}, `✎ ${annotationText(inc.annotation)} `) : null,
       h("a", { href: explorerLinkFor(index, inc.series_ids || [], inc.metric) }, "Open in the explorer →")))));
   }
   root.append(impSection);
+
+  if (shifts.length) {
+    root.append(section("Shifts with the same build",
+      h("p.muted", {}, "The identical server build ran before and after these changes, so no code change caused them: "
+        + "the machine or the measurement moved. They open no issue."),
+      h("ul.same-build", {}, shifts.map((inc) => h("li", { "data-incident": inc.id },
+        magnitudeBadge(inc), " ", h("span", {}, inc.title || inc.id), " ", h("span.badge", {}, inc.status || ""), " ",
+        h("a", { href: explorerLinkFor(index, inc.series_ids || [], inc.metric) }, "Open in the explorer →"))))));
+  }
 }
