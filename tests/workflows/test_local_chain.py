@@ -107,8 +107,9 @@ def seed_regression(result_file: Path, dest: Path, *, machine_class: str = "clou
 
     Built from a real result file of this chain (same schema, same dimensions) with the run
     identity, timestamp and throughput changed, so detection has a regression to report and
-    the alert job has an issue to open. A separate machine class keeps these series apart from
-    the chain's own results."""
+    the alert job has an issue to open: the slower runs carry another build id, as a code change
+    would (the same build on both sides is not a code change, and alerts nobody). A separate
+    machine class keeps these series apart from the chain's own results."""
     src = json.loads(result_file.read_text())
     rng = random.Random(7)
     start = datetime(2026, 10, 1, 2, 0, tzinfo=timezone.utc)
@@ -119,6 +120,8 @@ def seed_regression(result_file: Path, dest: Path, *, machine_class: str = "clou
         data["run"].update(run_id=f"seed-{i:02d}", machine_class=machine_class,
                            timestamp=(start + timedelta(days=i)).strftime("%Y-%m-%dT%H:%M:%SZ"))
         data["dimensions"]["runner"] = machine_class
+        if i >= 9:
+            data["subject"]["build"]["id"] = "sha256:" + hashlib.sha256(b"a slower build").hexdigest()
         for metrics in data["summary"].values():
             samples = [level * (1 + rng.uniform(-0.01, 0.01)) for _ in range(3)]
             metrics["rps"].update(median=sorted(samples)[1], ci_low=min(samples), ci_high=max(samples),
