@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,29 +14,17 @@ from vkbench import bisect
 from vkbench.ab import ABOptions, ABReport, Row, Side
 from vkbench.errors import UsageError
 
+from .helpers import linear_repo
+
 CELL = "standalone io1 P16 c50 d3"
 HOSTILE = "fix ](https://evil.example) <img src=x onerror=alert(1)> | `x`"
-
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-10-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2024-10-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
 def line(tmp_path: Path) -> dict:
     """Nine commits on one line; the sixth (index 5) is the culprit. Subjects are hostile Markdown."""
     repo = tmp_path / "upstream"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "unstable")
-    commits = []
-    for i in range(9):
-        (repo / "file").write_text(f"{i}\n")
-        _git(repo, "add", "file")
-        _git(repo, "commit", "-q", "-m", f"{HOSTILE} {i}")
-        commits.append(_git(repo, "rev-parse", "HEAD"))
+    commits = linear_repo(repo, 9, HOSTILE)
     return {"url": f"file://{repo}", "commits": commits}
 
 

@@ -13,27 +13,15 @@ from vkbench.servers.gitmirror import Mirror, git_error, mirror_name, redact
 from vkbench.servers.catalog import map_version
 from vkbench.servers.resolve import is_source_version
 
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-10-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2024-10-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+from .helpers import git, linear_repo
 
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> dict:
     repo = tmp_path / "upstream"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "unstable")
-    commits = []
-    for i in range(3):
-        (repo / "file").write_text(f"{i}\n")
-        _git(repo, "add", "file")
-        _git(repo, "commit", "-q", "-m", f"commit {i}")
-        commits.append(_git(repo, "rev-parse", "HEAD"))
-    _git(repo, "tag", "8.0.1", commits[0])
-    _git(repo, "branch", "8.0", commits[1])
+    commits = linear_repo(repo, 3)
+    git(repo, "tag", "8.0.1", commits[0])
+    git(repo, "branch", "8.0", commits[1])
     return {"url": f"file://{repo}", "path": repo, "commits": commits}
 
 
@@ -121,7 +109,6 @@ def test_cached_alias_from_another_url_is_not_served(cache_root, monkeypatch):
     assert source_build.alias_matches(meta, "file:///a", config)
     assert not source_build.alias_matches(meta, "file:///b", config)
     assert not source_build.alias_matches({**meta, "build_config": {"id": "other"}}, "file:///a", config)
-
 
 
 def test_git_errors_never_show_a_token():

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,7 @@ import pytest
 from vkbench.ab import require_on_branch
 from vkbench.errors import UsageError
 
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_AUTHOR_DATE": "2024-10-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2024-10-01T00:00:00Z", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+from .helpers import git, linear_repo
 
 
 @pytest.fixture
@@ -27,24 +21,17 @@ def upstream(tmp_path: Path) -> dict:
     """unstable: three commits; a fork's pull request on top of the first (refs/pull/7/head); a
     tag named `unstable` on the fork's commit, and a branch `feature` holding it too."""
     repo = tmp_path / "upstream"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "unstable")
-    merged = []
-    for i in range(3):
-        (repo / "file").write_text(f"{i}\n")
-        _git(repo, "add", "file")
-        _git(repo, "commit", "-q", "-m", f"commit {i}")
-        merged.append(_git(repo, "rev-parse", "HEAD"))
-    _git(repo, "checkout", "-q", "-b", "feature", merged[0])
+    merged = linear_repo(repo, 3)
+    git(repo, "checkout", "-q", "-b", "feature", merged[0])
     (repo / "fork").write_text("a fork's change\n")
-    _git(repo, "add", "fork")
-    _git(repo, "commit", "-q", "-m", "a fork's change")
-    fork = _git(repo, "rev-parse", "HEAD")
-    _git(repo, "update-ref", "refs/pull/7/head", fork)
+    git(repo, "add", "fork")
+    git(repo, "commit", "-q", "-m", "a fork's change")
+    fork = git(repo, "rev-parse", "HEAD")
+    git(repo, "update-ref", "refs/pull/7/head", fork)
     # A tag of the branch's name (git fetch prefers refs/tags/ over refs/heads/ for a bare name):
     # it must not stand in for the branch.
-    _git(repo, "tag", "unstable", fork)
-    _git(repo, "checkout", "-q", "unstable")
+    git(repo, "tag", "unstable", fork)
+    git(repo, "checkout", "-q", "unstable")
     return {"url": f"file://{repo}", "merged": merged, "fork": fork}
 
 
@@ -104,7 +91,7 @@ def _move_after_first_resolve(monkeypatch, upstream_path: Path, ref: str, target
         commit = original(self, asked)
         if asked == ref and not moved:
             moved.append(asked)
-            _git(upstream_path, "update-ref", f"refs/{'pull/7/head' if ref.startswith('refs/pull') else 'heads/' + ref}",
+            git(upstream_path, "update-ref", f"refs/{'pull/7/head' if ref.startswith('refs/pull') else 'heads/' + ref}",
                  target)
         return commit
 
@@ -124,7 +111,7 @@ def test_ab_builds_the_very_commits_it_checked(upstream, cache_root, monkeypatch
 
     first, _, third = upstream["merged"]
     repo = Path(upstream["url"].removeprefix("file://"))
-    _git(repo, "update-ref", "refs/pull/7/head", third)
+    git(repo, "update-ref", "refs/pull/7/head", third)
     _move_after_first_resolve(monkeypatch, repo, "refs/pull/7/head", upstream["fork"])
     built = []
 
@@ -170,7 +157,7 @@ def test_bisect_runs_on_the_ends_it_checked(upstream, cache_root, monkeypatch, t
 
     first, _, third = upstream["merged"]
     repo = Path(upstream["url"].removeprefix("file://"))
-    _git(repo, "branch", "release", third)
+    git(repo, "branch", "release", third)
     _move_after_first_resolve(monkeypatch, repo, "release", upstream["fork"])
     asked = []
 
