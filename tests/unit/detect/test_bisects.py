@@ -4,8 +4,6 @@ detect.json and shown in its issue body and the job summary."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from vkbench.detect import bisects, run_detection
 from vkbench.errors import ResultFileError
 from vkbench.history import HistoryStore
 from vkbench.history.detect_file import check_detection
+from cli_outcome import vk  # tests/cli_outcome.py
 
 TRUSTED = "https://github.com/valkey-io/valkey"
 FORK = "https://github.com/someone/valkey"
@@ -28,22 +27,6 @@ CLASSES = {"cloud-x86", "cloud-arm64", "pi-cm4"}
 
 def commit_of(night: int) -> str:
     return f"{night:06x}" + "ab" * 17
-
-
-def vk(*args) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of the CLI; an exception escaping it fails the test."""
-    from vkbench.cli import main
-
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    text = out.getvalue()
-    assert "Traceback" not in text
-    return code, text
 
 
 # -- choosing ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from vkbench.cli.confirm import confirm_cmd
 from vkbench.detect import run_detection
 from vkbench.detect.candidates import find_candidate
 from vkbench.history import HistoryStore
+from cli_outcome import vk  # tests/cli_outcome.py
 
 REPO = "https://github.com/valkey-io/valkey"
 
@@ -121,24 +122,6 @@ def test_the_confirmation_cell_is_the_series_cell_only_the_server_replaced():
     # The same cell, but one repetition per round and on the A/B's own runner.
     assert rebuilt.dimensions() == {**cell.dimensions(), "repetitions": 1, "runner": "local"}
     assert rebuilt.server == "valkey:unstable"
-
-
-def vk(*args) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of the CLI; an exception escaping it fails the test."""
-    import contextlib
-    import io
-
-    from vkbench.cli import main
-
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    assert "Traceback" not in out.getvalue()
-    return code, out.getvalue()
 
 
 def _waiting(history):

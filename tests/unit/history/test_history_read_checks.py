@@ -12,9 +12,7 @@ Commands run through the CLI edge (``vkbench.cli.main``), as a user would see th
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -24,22 +22,7 @@ import pytest
 from factory import make_result, write_result
 
 from vkbench.history.store import HistoryStore
-
-
-def vk(*args) -> tuple[int, str]:
-    """(exit code, stdout + stderr) of the CLI; an exception escaping it fails the test."""
-    from vkbench.cli import main
-
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    text = out.getvalue()
-    assert "Traceback" not in text
-    return code, text
+from cli_outcome import vk  # tests/cli_outcome.py
 
 
 def tree_hash(root: Path) -> str:

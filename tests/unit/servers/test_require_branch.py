@@ -4,8 +4,6 @@ Small local repositories, no build (every fetcher refuses)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
@@ -14,6 +12,7 @@ from vkbench.ab import require_on_branch
 from vkbench.errors import UsageError
 
 from .helpers import git, linear_repo
+from cli_outcome import vk  # tests/cli_outcome.py
 
 
 @pytest.fixture
@@ -51,20 +50,6 @@ def test_a_commit_not_on_the_branch_is_refused(upstream, cache_root, ref):
 def test_the_branch_is_a_branch(upstream, cache_root):
     with pytest.raises(UsageError, match="not a branch name"):
         require_on_branch(upstream["url"], "refs/tags/x", {"base": upstream["merged"][0]})
-
-
-def vk(*args) -> tuple[int, str]:
-    from vkbench.cli import main
-
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    assert "Traceback" not in out.getvalue()
-    return code, out.getvalue()
 
 
 def test_ab_and_bisect_refuse_before_building(upstream, cache_root, no_fetch, tmp_path):

@@ -4,9 +4,7 @@ rebuilt from its shards, never kept, when the index has no digests to check it b
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import sys
 from pathlib import Path
 
@@ -21,20 +19,7 @@ import history_factory  # noqa: E402  (tests/browser, on the path through confte
 
 from vkbench.history.store import HistoryStore  # noqa: E402
 from vkbench.site.build import build_site  # noqa: E402
-
-
-def vk(*args) -> tuple[int, str]:
-    from vkbench.cli import main
-
-    out = io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        try:
-            main([str(a) for a in args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    assert "Traceback" not in out.getvalue()
-    return code, out.getvalue()
+from cli_outcome import vk  # tests/cli_outcome.py
 
 
 def tree_hash(root: Path) -> str:
