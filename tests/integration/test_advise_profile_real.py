@@ -88,8 +88,9 @@ def test_profile_is_recorded_beside_the_result_and_never_measured(sweep):
         assert set(profile["repetition"]["rps"]) == {"SET", "GET"}
         threads = {s.split(";", 1)[0] for s in stacks}
         assert "valkey-server" in threads
-        if io == 2:
-            assert any(t.startswith("io_thd") for t in threads)
+        # No assertion that io_thd threads were sampled with io-threads 2: Valkey activates its
+        # io threads only while the event load is high enough, which a loaded CI machine does not
+        # guarantee (a CI run failed on exactly that).
     # The lead's incident diff reads result files directly.
     rows = profile_diff(results[1][0], results[2][0])
     assert rows and all(-1 <= r.self_delta <= 1 for r in rows)
