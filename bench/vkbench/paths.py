@@ -99,7 +99,8 @@ def is_inside(child: Path, parent: Path) -> bool:
 
 
 def check_apart(out: Path, history: Path, what: str = "--out") -> None:
-    """A folder we replace parts of (a site) may not be the history, inside it, or contain it."""
-    if is_inside(out, history) or is_inside(history, out):
-        raise UsageError(f"{what} {out} overlaps the history {history}: it may not be the history, inside it, or contain it",
+    """A folder we replace parts of (a site) may not be the history or contain it (the build
+    swaps folders of ``out``; the history must never be one of them)."""
+    if is_inside(history, out):
+        raise UsageError(f"{what} {out} overlaps the history {history}: it may not be the history or contain it",
                          hint="build the site into its own folder, e.g. site/ beside history/")
