@@ -214,7 +214,8 @@ ci_check_runner_class() {
 
 # ci_check_cell NAME VALUE: empty, or one cell as one line of JSON in a plain alphabet (its content
 # is validated by vkbench, exit 2): no shell or workflow-command characters ($, backquote, single
-# quote, ;, |, &, <, >, backslash, newline). Else an ::error:: and status 2.
+# quote, ;, |, &, <, >, backslash, newline), and server settings a cell may change only
+# (bench/vkbench/matrix/server_settings.py). Else an ::error:: and status 2.
 ci_check_cell() {
   local name="$1" value="$2" LC_ALL=C
   local cell_re='^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$'
@@ -225,6 +226,15 @@ ci_check_cell() {
   if [[ -n "$value" && ! "$value" =~ $cell_re ]]; then
     ci_error "Invalid input ${name}" "${name} must be one line of JSON: letters, digits, spaces and \" { } [ ] : , . _ + = / @ -"
     return 2
+  fi
+  # What its extra_server_args may change is vkbench's own rule (the Cell model applies it too);
+  # the module is run as a script: this job has no vkbench installed, and it needs none.
+  if [[ -n "$value" ]]; then
+    local why
+    if ! why="$("$(ci_python)" "$CI_REPO_ROOT/bench/vkbench/matrix/server_settings.py" "$value")"; then
+      ci_error "Invalid input ${name}" "${name}: ${why}"
+      return 2
+    fi
   fi
 }
 

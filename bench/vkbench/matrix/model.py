@@ -229,6 +229,18 @@ class Cell(BaseModel):
             raise ValueError(f"{value[:40]!r} is not a runner label (lowercase letters, digits and -, e.g. cloud-x86)")
         return value
 
+    @field_validator("extra_server_args")
+    @classmethod
+    def _extra_server_args(cls, value: list[str]) -> list[str]:
+        # one rule for matrices, catalogs, --cell and the A/B workflow (which runs this module
+        # as a script): a cell tunes the server, never its auth, binding, modules or paths
+        from .server_settings import ServerSettingError, check_server_args
+
+        try:
+            return check_server_args(value)
+        except ServerSettingError as exc:
+            raise ValueError(str(exc)) from None
+
     @field_validator("tool_args")
     @classmethod
     def _tool_args(cls, value: list[str]) -> list[str]:
