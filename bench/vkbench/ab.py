@@ -28,7 +28,7 @@ from scipy import stats as st
 from .alerts import markdown as md
 from .errors import UsageError
 from .history.series import describe, sid_of
-from .history.store import write_json, write_bytes_atomic
+from .files import write_bytes_atomic, write_json
 from .matrix.expand import expand_matrix, load_matrix
 from .matrix.model import Cell
 from .repolinks import commit_url

@@ -23,7 +23,7 @@ from pathlib import Path
 from .ab import ABOptions, ABReport, Row, commit_markdown, require_on_branch, run_ab
 from .alerts import markdown as md
 from .errors import UsageError
-from .history.store import write_bytes_atomic, write_json
+from .files import write_bytes_atomic, write_json
 from .servers import source_build
 from .servers.gitmirror import Mirror, redact
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import PublishError
-from .ingest import IngestReport, input_files, load_all
+from .ingest import IngestReport, ingest, input_files, load_all
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
@@ -145,7 +145,7 @@ def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries
     while True:
         attempt += 1
         _reset_to_remote(git, branch, ref)
-        report = HistoryStore(root / history_subdir).ingest(paths)
+        report = ingest(HistoryStore(root / history_subdir), paths)
         if before_commit is not None:
             before_commit(root)
         git("add", "-A")
