@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from ..bounded_yaml import load_yaml
 from ..errors import ConfigError
 
 ACTIONS = ("reset-baseline", "silence")
@@ -61,7 +62,7 @@ def load_annotations(path: str | os.PathLike | None) -> list[dict]:
         return []
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such annotations file", hint="create it (see results/annotations.yaml) or drop --annotations") from None
     except yaml.YAMLError as exc:

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..results.io import load_result, result_files
+from ..results.io import load_result, read_result_bytes, result_files
 from .series import month_of, point_from_result, series_key, sort_key
 from ..errors import ResultFileError
 from ..files import commit_staged, discard_staged, stage_bytes
@@ -57,6 +57,11 @@ def input_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
         out.append(path)
     return out
 
+
+#: Bounds of a result's raw-output folder copied into the history (GitHub warns at 50 MB a file
+#: and refuses 100 MB; every byte stays in the branch's history for good).
+MAX_RAW_FILE_BYTES = 40 * 1024 * 1024
+MAX_RAW_DIR_BYTES = 64 * 1024 * 1024
 
 #: Above this many files, validation (jsonschema, ~3 ms a file) fans out to all cores.
 PARALLEL_VALIDATION = 64
@@ -178,7 +183,7 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
                     new_runs.add(run_dir)
                 dest = run_dir / f"{run['cell_id']}.json"
                 if not dest.exists():
-                    staged.append((stage_bytes(dest, path.read_bytes()), dest))
+                    staged.append((stage_bytes(dest, read_result_bytes(path)), dest))
                     report.results_copied += 1
                 raw = raw_dirs[key]
                 raw_dest = run_dir / f"{run['cell_id']}.raw"
@@ -259,12 +264,22 @@ def _checked_raw_dir(result_path: Path, cell_id: str) -> Path | None:
         return None
     if raw.is_symlink():
         raise ResultFileError(f"{raw}: a symlink; raw-output folders must be real folders", hint="copy the raw output instead of linking it")
+    total = 0
     for item in raw.rglob("*"):
         if item.is_symlink() or not (item.is_file() or item.is_dir()):
             raise ResultFileError(
                 f"{item}: not a regular file (symlink, fifo, device) in a raw-output folder; refusing to copy it into the history",
                 hint="remove it; raw-output folders hold the tool's own output files only",
             )
+        if item.is_file():
+            size = item.stat().st_size
+            total += size
+            if size > MAX_RAW_FILE_BYTES:
+                raise ResultFileError(f"{item}: {size} bytes; a raw output file is at most {MAX_RAW_FILE_BYTES} bytes (40 MiB)",
+                                      hint="GitHub refuses files over 100 MB on the history branch; keep large outputs out of <cell_id>.raw/")
+            if total > MAX_RAW_DIR_BYTES:
+                raise ResultFileError(f"{raw}: more than {MAX_RAW_DIR_BYTES} bytes (64 MiB) of raw output",
+                                      hint="every run's raw output goes into the history branch for good; keep large outputs out of <cell_id>.raw/")
     return raw
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 from importlib import resources
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from ..bounded_yaml import load_yaml
 from ..errors import ConfigError, UsageError
 from .model import Cell, MatrixFile
 
@@ -41,7 +43,7 @@ def load_matrix(file_or_preset: str) -> MatrixFile:
         text = (resources.files("vkbench.matrix") / "presets" / f"{file_or_preset}.yaml").read_text()
         origin = f"preset {file_or_preset}"
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, origin)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{origin} is not valid YAML: {exc}", hint="fix the YAML syntax at the line shown") from None
     if not isinstance(data, dict):
@@ -50,6 +52,12 @@ def load_matrix(file_or_preset: str) -> MatrixFile:
         return MatrixFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{origin} is invalid:\n" + format_validation_error(exc, MatrixFile), hint="see docs/matrix.md") from None
+
+
+#: Most cells one matrix may expand to, checked before expanding (GitHub's strategy.matrix takes
+#: GITHUB_MATRIX_JOBS; a local run of more than this is a typo, not a plan).
+MAX_CELLS = 1024
+GITHUB_MATRIX_JOBS = 256
 
 
 def expand_matrix(
@@ -62,9 +70,19 @@ def expand_matrix(
     cores = cores or os.cpu_count() or 1
     cells: list[Cell] = []
     seen: set[str] = set()
-    for group_index, group in enumerate(matrix.groups):
+    groups = []
+    total = 0
+    for group in matrix.groups:
         merged = {**matrix.defaults, **group, **(overrides or {})}
         axes = {key: _axis_values(key, value, cores) for key, value in merged.items()}
+        groups.append(axes)
+        total += math.prod(len(values) for values in axes.values())
+    # counted before anything is built: a few lines of YAML can name millions of cells
+    if total > MAX_CELLS:
+        raise ConfigError(f"{matrix.name}: expands to {total} cells; a matrix has at most {MAX_CELLS} "
+                          f"(GitHub runs {GITHUB_MATRIX_JOBS} jobs per matrix)",
+                          hint="narrow the matrix (--versions, --io-threads, --topologies, --runners) or split it into several files")
+    for group_index, axes in enumerate(groups):
         keys = list(axes)
         for combo in itertools.product(*(axes[k] for k in keys)):
             raw = dict(zip(keys, combo))

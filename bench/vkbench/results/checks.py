@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Iterator
 
 from ..errors import ResultFileError
@@ -33,6 +33,17 @@ _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Z
 
 #: Links accepted in results and history lines (workflow_run_url, provenance.url).
 _HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~:/?#@!$&*+,;=%-]*)?$")
+
+#: Bounds on what one result may add to the history: series (one per command), the length of a
+#: name, and the years a timestamp may name (Redis appeared in 2009; a clock five years ahead
+#: is broken, and a far date would make a month shard no one reads).
+MAX_SERIES_PER_RESULT = 64
+MAX_NAME_CHARS = 200
+EARLIEST_TIMESTAMP = datetime(2009, 1, 1, tzinfo=timezone.utc)
+FUTURE_YEARS = 5
+#: C0 and C1 controls, DEL, and the bidirectional formatting characters (an override such as
+#: U+202E shows a name reversed: a series could pass for another).
+_NAME_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 _HINT = "the file was edited or is not from `vkbench run`; restore it from the run's artifact"
 
@@ -91,6 +102,30 @@ def non_finite(data: Any, path: str = "") -> Iterator[str]:
             yield from non_finite(value, f"{path}/{i}" if path else str(i))
 
 
+def name_problem(name: Any) -> str | None:
+    """Why ``name`` (a command name: it becomes a series, a table row, a chart label) is refused."""
+    if not isinstance(name, str) or not name:
+        return "an empty name"
+    if len(name) > MAX_NAME_CHARS:
+        return f"{len(name)} characters; a name is at most {MAX_NAME_CHARS}"
+    bad = _NAME_FORBIDDEN.search(name)
+    if bad:
+        return f"holds the control character U+{ord(bad.group()):04X} (control and bidirectional characters are refused in names)"
+    return None
+
+
+def timestamp_problem(value: str, now: datetime | None = None) -> str | None:
+    """Why a (valid RFC 3339) timestamp is too far from now to be a run's."""
+    when = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00").replace("t", "T"))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    latest = now + timedelta(days=365 * FUTURE_YEARS + 1)
+    if when < EARLIEST_TIMESTAMP or when > latest:
+        return f"{value} is not between {EARLIEST_TIMESTAMP:%Y-%m-%d} and {latest:%Y-%m-%d} (now + {FUTURE_YEARS} years); check the clock of the machine that ran it"
+    return None
+
+
 def _fail(source: str, where: str, problem: str) -> ResultFileError:
     return ResultFileError(f"{source}: {where}: {problem}", hint=_HINT)
 
@@ -120,6 +155,20 @@ def check_result(data: dict, source: str) -> None:
         raise _fail(source, "environment/fingerprint_id", f"{_show(data['environment']['fingerprint_id'])} is not a safe id")
     if not is_date_time(run["timestamp"]):
         raise _fail(source, "run/timestamp", f"{_show(run['timestamp'])} is not an RFC 3339 date-time (2026-11-22T02:00:00Z)")
+    late = timestamp_problem(run["timestamp"])
+    if late:
+        raise _fail(source, "run/timestamp", late)
+    if len(data["summary"]) > MAX_SERIES_PER_RESULT:
+        raise _fail(source, "summary", f"{len(data['summary'])} commands; one result adds at most {MAX_SERIES_PER_RESULT} series")
+    for command in data["summary"]:
+        problem = name_problem(command)
+        if problem:
+            raise _fail(source, f"summary/{_show(command)}", f"command name {problem}")
+    for r, rep in enumerate(data["repetitions"]):
+        for k, record in enumerate(rep["records"]):
+            problem = name_problem(record.get("command", "x"))
+            if problem:
+                raise _fail(source, f"repetitions/{r}/records/{k}/command", f"command name {problem}")
     url = run.get("workflow_run_url")
     if url is not None and not is_https_url(url):
         raise _fail(source, "run/workflow_run_url", f"{_show(url)} is not an https: URL")

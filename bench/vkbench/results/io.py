@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from functools import lru_cache
 from importlib import resources
@@ -16,6 +17,10 @@ import jsonschema
 from .. import RESULT_SCHEMA_VERSION
 from ..errors import ResultFileError
 from .checks import check_result, format_checker
+
+#: Largest result file read (and copied into the history). A result of 64 series is ~100 KiB;
+#: GitHub warns at 50 MB and refuses 100 MB files, and the publish job would then fail forever.
+MAX_RESULT_BYTES = 4 * 1024 * 1024
 
 
 @lru_cache(maxsize=None)
@@ -55,10 +60,33 @@ def validate_result(data: Any, *, source: str = "<result>") -> dict:
     return data
 
 
+def read_result_bytes(path: Path) -> bytes:
+    """The bytes of a result file, refusing without reading what cannot be one: not a regular
+    file (a FIFO would block forever; a link to /dev/zero never ends) or over MAX_RESULT_BYTES."""
+    info = path.stat()    # follows links; stat never blocks, open() of a FIFO would
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ResultFileError(f"{path}: not a regular file (a FIFO, device or socket is never read)",
+                              hint="pass the result files written by `vkbench run`")
+    if info.st_size > MAX_RESULT_BYTES:
+        raise ResultFileError(f"{path}: {info.st_size} bytes; a result file is at most {MAX_RESULT_BYTES} bytes (4 MiB)",
+                              hint="a result of `vkbench run` is far smaller; this file was edited or is not a result")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # replaced by a FIFO since stat: no blocking
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise ResultFileError(f"{path}: not a regular file", hint="pass the result files written by `vkbench run`")
+        data = handle.read(MAX_RESULT_BYTES + 1)
+    if len(data) > MAX_RESULT_BYTES:
+        raise ResultFileError(f"{path}: more than {MAX_RESULT_BYTES} bytes (4 MiB, the limit of a result file)",
+                              hint="a result of `vkbench run` is far smaller; this file was edited or is not a result")
+    return data
+
+
 def load_result(path: str | os.PathLike) -> dict:
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_result_bytes(path).decode("utf-8"))
     except FileNotFoundError:
         raise ResultFileError(f"{path}: no such result file", hint="check the path") from None
     except IsADirectoryError:
