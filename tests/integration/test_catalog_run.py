@@ -16,7 +16,7 @@ from vkbench.results.io import load_result
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "catalogs"
+FIXTURES = Path(__file__).resolve().parents[1] / "catalog-fixtures"
 
 
 def vkbench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

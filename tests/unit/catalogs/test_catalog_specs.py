@@ -19,7 +19,7 @@ from vkbench.catalogs.plan import is_catalog_source, plan_catalog
 from vkbench.catalogs.shellwords import split
 from vkbench.errors import ConfigError, MissingBinaryError, UsageError
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "catalogs"
+FIXTURES = Path(__file__).resolve().parents[2] / "catalog-fixtures"
 SPECS = FIXTURES / "specs"
 
 
