@@ -93,6 +93,9 @@ def run_detection(
             "waiting": waiting,
             "rejected": sorted(r["id"] for r in requests if recorded.get(r["id"], {}).get("status") == "rejected"),
         }
+        inconclusive = sorted(r["id"] for r in requests if recorded.get(r["id"], {}).get("status") == "inconclusive")
+        if inconclusive:
+            return_doc["confirmation"]["inconclusive"] = inconclusive
     if write and not _same_detection(store, return_doc):
         write_json(store.detect_path, return_doc, indent=1)
     return return_doc
