@@ -36,17 +36,18 @@ def _mde(row: Row) -> str:
 
 
 def markdown(rows: list[Row], unmatched: list[str], target_mde: float | None = TARGET_MDE) -> str:
-    """A PR comment: every value from the result files is escaped (alerts.markdown)."""
-    from ..alerts import markdown as md
+    """A PR comment: every value from the result files is escaped (vkbench.markdown)."""
+    from .. import markdown as md
 
     lines = []
     base_label, cand_label = md.text(rows[0].base_label), md.text(rows[0].candidate_label)
-    lines.append(f"| cell | command | metric | {base_label} | {cand_label} | change | 95% CI | p | MDE | verdict |")
-    lines.append("|---|---|---|---:|---:|---:|---|---:|---:|---|")
+    cells = []
     for r in rows:
         p = "-" if r.p_value is None else f"{r.p_value:.3f}"
-        lines.append(f"| {md.text(r.key)} | {md.text(r.command)} | {md.text(r.metric)} | {_value(r.metric, r.base)} | {_value(r.metric, r.candidate)} "
-                     f"| {_pct(r.change)} | {_ci(r)} | {p} | {_mde(r)} | {_verdict(r)} |")
+        cells.append([md.text(r.key), md.text(r.command), md.text(r.metric), _value(r.metric, r.base), _value(r.metric, r.candidate),
+                      _pct(r.change), _ci(r), p, _mde(r), _verdict(r)])
+    lines += md.table(["cell", "command", "metric", base_label, cand_label, "change", "95% CI", "p", "MDE", "verdict"],
+                      "lllrrrlrrl", cells)
     lines.append("")
     gate = (f" and an MDE (the smallest change these repetitions detect, power 80%) of at most {target_mde:.1%}, "
             "else \"inconclusive\"") if target_mde else ""
