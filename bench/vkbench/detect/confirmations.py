@@ -30,6 +30,7 @@ from ..evidence import TARGET_MDE, adequate, inconclusive
 from ..history.series import bigger_is_better
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
+from ..results.aggregate import command_series
 from .candidates import find_candidate
 from .params import DetectionParams
 
@@ -61,7 +62,7 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
     requests: dict[str, dict] = {}
     from ..servers.resolve import is_source_version
 
-    index = store.index()["series"]
+    index = command_series(store.index()["series"])
     for sid in sorted(index):
         dims = index[sid]["dims"]
         if not is_source_version(str(dims.get("engine")), str(dims.get("version"))):
