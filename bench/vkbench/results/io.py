@@ -16,6 +16,7 @@ import jsonschema
 
 from .. import RESULT_SCHEMA_VERSION
 from ..errors import ResultFileError
+from .aggregate import split_aggregate
 from .checks import check_result, format_checker
 
 #: Largest result file read (and copied into the history). A result of 64 series is ~100 KiB;
@@ -30,7 +31,9 @@ def schema(version: int = RESULT_SCHEMA_VERSION) -> dict:
 
 
 def validate_result(data: Any, *, source: str = "<result>") -> dict:
-    """Check ``schema_version`` first (so a newer file gets the right message), then the schema."""
+    """Check ``schema_version`` first (so a newer file gets the right message), then the schema.
+    Returns the result in today's shape: an all-commands row that older results hold as a
+    command (memtier's TOTALS) is moved to ``aggregate`` (:mod:`vkbench.results.aggregate`)."""
     if not isinstance(data, dict):
         raise ResultFileError(f"{source}: not a vkbench result (top level is not an object)", hint="pass result files written by `vkbench run`")
     version = data.get("schema_version")
@@ -57,7 +60,7 @@ def validate_result(data: Any, *, source: str = "<result>") -> dict:
             hint="the file was edited or truncated; restore it from the run's artifact",
         )
     check_result(data, source)
-    return data
+    return split_aggregate(data)
 
 
 def read_result_bytes(path: Path) -> bytes:
