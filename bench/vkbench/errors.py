@@ -80,6 +80,7 @@ class RegressionFound(VkbenchError):
     """``--fail-on regression`` and an open regression incident exists (for gates)."""
 
     exit_code = 10
+    title = "Open regression"      # the ::error:: annotation's title under GitHub Actions
 
 
 class ContainerEngineError(VkbenchError):

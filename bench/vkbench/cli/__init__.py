@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bisect-requests": ("bisect_requests", "bisect_requests_cmd", "Choose the new incidents to bisect; write their dispatch bodies."),
     "bisect-record": ("bisect_record", "bisect_record_cmd", "Record a bisect's culprit under its incident in the history."),
     "demo": ("demo", "demo_cmd", "The README's main job: setup check, smoke matrix, history, detection, site."),
+    "ci": ("ci", "ci_group", "Steps of the GitHub workflows (plan, ...), with ::error:: annotations under Actions."),
 }
 
 
@@ -75,6 +76,24 @@ def cli() -> None:
     """
 
 
+def _annotate(exc: VkbenchError, argv: list[str]) -> None:
+    """Under GitHub Actions, the error as an ::error:: annotation too (the workflow's scripts need
+    not turn exit codes into messages: the message and hint are here). The title names the
+    command only when it is a known one: arguments may be untrusted input."""
+    from ..ci.actions import annotate
+
+    words = ["vkbench"]
+    if argv and argv[0] in COMMANDS:
+        words.append(argv[0])
+        if argv[0] == "ci" and len(argv) > 1:
+            from .ci import CI_COMMANDS
+
+            if argv[1] in CI_COMMANDS:
+                words.append(argv[1])
+    title = getattr(exc, "title", None) or f"{' '.join(words)} failed (exit {exc.exit_code})"
+    annotate("error", title, f"{exc.message}\nhint: {exc.hint}" if exc.hint else exc.message)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="vkbench", standalone_mode=False)
@@ -82,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"error: {exc.message}", err=True)
         if exc.hint:
             click.echo(f"  hint: {exc.hint}", err=True)
+        _annotate(exc, sys.argv[1:] if argv is None else argv)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

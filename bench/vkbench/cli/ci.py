@@ -1,0 +1,33 @@
+"""``vkbench ci``: the GitHub workflows' steps (their modules live in :mod:`vkbench.ci`)."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# subcommand -> (module under vkbench.ci, attribute, one-line help)
+CI_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plan": ("plan", "plan_cmd", "The benchmark plan job: check the inputs, expand and check the matrix."),
+}
+
+
+class _LazyCiGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(CI_COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in CI_COMMANDS:
+            return None
+        module, attr, _ = CI_COMMANDS[name]
+        return getattr(importlib.import_module(f"vkbench.ci.{module}"), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_text) for name, (_, _, help_text) in CI_COMMANDS.items()])
+
+
+@click.group("ci", cls=_LazyCiGroup)
+def ci_group() -> None:
+    """Steps of the GitHub workflows (tools/ci/*.sh call these). Under GitHub Actions
+    (GITHUB_ACTIONS=true) every vkbench error is also printed as an ::error:: annotation."""
