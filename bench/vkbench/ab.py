@@ -5,9 +5,11 @@ Each round runs every cell once on the base build and once on the candidate buil
 after the other, each with fresh servers. The effect is estimated from the per-round log ratios
 candidate/base (pairing cancels the machine's slow drifts), with a t interval. After the pilot
 rounds the noise of those ratios gives the number of rounds needed for the target minimum
-detectable effect (two-sided 5 %, power 80 %); more rounds run up to ``max_rounds``. The MDE
-actually reached is reported with every row: a "no significant change" means "smaller than the
-MDE", never "none".
+detectable effect (two-sided 5 %, power 80 %); more rounds run in batches (at most
+``MAX_BATCHES``, never past ``max_rounds``) while a row's MDE is above the target. The MDE
+actually reached is reported with every row, and a row gets faster/slower only when it is at or
+below the target, else "inconclusive" with what would reach it (:mod:`vkbench.evidence`); a
+"no significant change" means "smaller than the MDE", never "none".
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from scipy import stats as st
 
 from . import markdown as md
 from .errors import UsageError
+from .evidence import TARGET_MDE, adequate, inconclusive, is_inconclusive
 from .history.series import describe, sid_of
 from .files import write_bytes_atomic, write_json
 from .matrix.expand import expand_matrix, load_matrix
@@ -40,8 +43,10 @@ from .servers.gitmirror import Mirror, redact
 Progress = Callable[[str], None]
 
 DEFAULT_PRESET = "ab"
-TARGET_MDE = 0.02
 POWER_Z = 0.8
+#: Batches of extra rounds after the pilot while the MDE is above the target (each sized from the
+#: noise seen so far, all together never past ``max_rounds``).
+MAX_BATCHES = 3
 FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 #: Cell fields that are not part of what an A/B compares: the server is each side's build, and
 #: the repetitions are the rounds (the pilot and the extra rounds run with different counts).
@@ -81,7 +86,13 @@ class Row:
     ci_high: float | None
     mde: float | None             # the smallest change these rounds detect (two-sided 5 %, power 80 %)
     rounds: int
-    verdict: str                  # "faster" | "slower" | "no significant change"
+    verdict: str                  # "faster" | "slower" | "no significant change" | "inconclusive: ..."
+    #: Paired rounds these samples' noise needs for an MDE at the target (None: fewer than 2 rounds).
+    rounds_for_target: int | None = None
+
+    @property
+    def adequate(self) -> bool:
+        return not is_inconclusive(self.verdict)
 
 
 @dataclass
@@ -91,7 +102,7 @@ class ABReport:
     candidate: Side
     rows: list[Row]
     rounds: int
-    target_mde: float
+    target_mde: float | None
     wall_s: float
     out_dir: str
     warnings: list[str] = field(default_factory=list)
@@ -105,9 +116,17 @@ class ABReport:
     def worst(self) -> Row | None:
         return min(self.rows, key=lambda r: r.change) if self.rows else None
 
+    @property
+    def adequate(self) -> bool:
+        """Every row's MDE reached the target: its verdicts stand."""
+        return bool(self.rows) and all(r.adequate for r in self.rows)
+
     def to_json(self) -> dict:
         data = asdict(self)
         data["mde"] = self.mde
+        data["adequate"] = self.adequate
+        for row, stored in zip(self.rows, data["rows"]):
+            stored["adequate"] = row.adequate
         return data
 
     def markdown(self) -> str:
@@ -121,6 +140,10 @@ class ABReport:
             f"{commit_markdown(self.url, cand.commit)}; "
             f"{self.rounds} interleaved rounds (ABAB) on one machine; MDE reached "
             f"{_pct(self.mde)} (target {_pct(self.target_mde)}).",
+            "",
+            ("**Evidence adequate:** every row reached the target MDE; its verdict stands." if self.adequate else
+             "**Inconclusive where marked:** those rows did not reach the target MDE, so their change is no "
+             "verdict; more rounds, a quieter runner or instruction counts would reach it."),
             "",
         ]
         cells = []
@@ -180,7 +203,12 @@ def rounds_needed(base: list[float], candidate: list[float], target: float) -> i
     return max(n, math.ceil((z * sd / math.log1p(target)) ** 2))
 
 
-def verdict(change: float, low: float | None, high: float | None) -> str:
+def verdict(change: float, low: float | None, high: float | None, *, mde: float | None = None,
+            target: float | None = None, more_rounds: int | None = None) -> str:
+    """faster/slower when the interval excludes zero, but only when the MDE reached is at or
+    below ``target`` (no target: not checked); else "inconclusive: ..." naming what would reach it."""
+    if not adequate(mde, target):
+        return inconclusive(mde, target, more=more_rounds)
     if low is None or high is None:
         return "no significant change"
     if low > 0:
@@ -201,7 +229,7 @@ class ABOptions:
     preset: str = DEFAULT_PRESET
     out_dir: Path = Path("vkbench-ab")
     backend: str = "native"
-    target_mde: float = TARGET_MDE
+    target_mde: float | None = TARGET_MDE    # None: no evidence rule (tests of real builds only)
     min_rounds: int = 4
     max_rounds: int = 20
     requests: int | None = None          # override every template's request count (tests, quick looks)
@@ -354,22 +382,32 @@ def resolve_sides(url: str, options: ABOptions) -> tuple[str, str]:
     return base, candidate
 
 
-def rows_of(base: Samples, candidate: Samples) -> list[Row]:
-    """One row per (cell, command), from the rounds both sides measured (:func:`paired_rounds`)."""
+def rows_of(base: Samples, candidate: Samples, target: float | None = None) -> list[Row]:
+    """One row per (cell, command), from the rounds both sides measured (:func:`paired_rounds`);
+    with a ``target`` MDE, rows that did not reach it are "inconclusive"."""
     rows = []
     for (cell, command), base_rounds in base.items():
         base_rps, cand_rps = paired_rounds(base_rounds, candidate.get((cell, command), {}))
         change, low, high, mde = paired(base_rps, cand_rps)
+        needed = rounds_needed(base_rps, cand_rps, target) if target and len(base_rps) >= 2 else None
+        more = needed - len(base_rps) if needed is not None else None
         rows.append(Row(cell, command, float(np.median(list(base_rounds.values()))),
                         float(np.median(cand_rps)) if cand_rps else 0.0,
-                        change, low, high, mde, len(base_rps), verdict(change, low, high)))
+                        change, low, high, mde, len(base_rps),
+                        verdict(change, low, high, mde=mde, target=target, more_rounds=more), needed))
     return rows
 
 
-def _rounds_needed(base: Samples, candidate: Samples, options: ABOptions) -> int:
-    needed = [rounds_needed(*paired_rounds(rounds, candidate.get(key, {})), options.target_mde)
-              for key, rounds in base.items()]
-    return max(needed, default=options.min_rounds)
+def next_batch(base: Samples, candidate: Samples, target: float, done: int, max_rounds: int) -> int:
+    """Rounds to run next: none when every row reached ``target`` (or the cap is reached), else
+    what the noise so far asks for, at least one more round and never past ``max_rounds``."""
+    if done >= max_rounds:
+        return 0
+    rows = rows_of(base, candidate, target)
+    if not rows or all(r.adequate for r in rows):
+        return 0
+    wanted = max((r.rounds_for_target or max_rounds) for r in rows)
+    return max(1, min(wanted, max_rounds) - done)
 
 
 def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
@@ -389,16 +427,21 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
         results = _run_rounds(cells, options.min_rounds, options.out_dir / "pilot", options, progress)
         labels = cell_labels(results)
         b, c = _samples(results, base.commit, labels), _samples(results, candidate.commit, labels)
-        extra = min(_rounds_needed(b, c, options), options.max_rounds) - options.min_rounds
-        if extra > 0:
-            more = _run_rounds(cells, extra, options.out_dir / "more", options, progress)
-            labels = cell_labels(results + more)
+        done = options.min_rounds
+        for batch in range(1, MAX_BATCHES + 1):
+            extra = next_batch(b, c, options.target_mde, done, options.max_rounds)
+            if extra <= 0:
+                break
+            more = _run_rounds(cells, extra, options.out_dir / ("more" if batch == 1 else f"more-{batch}"), options, progress)
+            results += more
+            labels = cell_labels(results)
             for side, samples in ((base.commit, b), (candidate.commit, c)):
-                for key, rounds in _samples(more, side, labels, first_round=options.min_rounds).items():
+                for key, rounds in _samples(more, side, labels, first_round=done).items():
                     samples.setdefault(key, {}).update(rounds)
-    rows = rows_of(b, c)
+            done += extra
+    rows = rows_of(b, c, options.target_mde)
     warnings = [f"build configurations differ: {d}" for d in source_build.config_differences(base.build, candidate.build)]
-    report = ABReport(redact(url), base, candidate, rows, min(options.min_rounds + max(extra, 0), options.max_rounds),
+    report = ABReport(redact(url), base, candidate, rows, done,
                       options.target_mde, round(time.monotonic() - began, 1), str(options.out_dir), warnings)
     write_json(options.out_dir / "ab.json", report.to_json(), indent=2)
     write_bytes_atomic(options.out_dir / "ab.md", report.markdown().encode("utf-8"))

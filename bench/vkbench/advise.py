@@ -30,6 +30,7 @@ from typing import Iterable
 
 from . import markdown as md
 from .errors import UsageError
+from .results.aggregate import command_series
 from .results.io import load_result, result_files
 from .stats import compare_samples
 
@@ -109,7 +110,7 @@ def history_results(history_dir: Path, machine_class: str | None = None) -> list
     # The store's checked reader: index.json (version, safe ids and months), the series' shards
     # on disk exactly those it lists, and the newest one against its line count, size and
     # sha256, line by line (exit 7 naming the file).
-    for sid, entry in sorted(store.index()["series"].items()):
+    for sid, entry in sorted(command_series(store.index()["series"]).items()):
         dims = entry.get("dims") or {}
         if machine_class and dims.get("machine_class") != machine_class:
             continue

@@ -1,7 +1,9 @@
 """Find the commit that caused a regression between a good and a bad commit.
 
-1. A/B good vs bad: the regression must reproduce here (a "slower" verdict); the cell and command
-   with the largest slowdown become the measure for every later step.
+1. A/B good vs bad: the regression must reproduce here (a "slower" verdict, which the A/B gives
+   only when its MDE reached the target: an inconclusive A/B names no culprit and says what would
+   reach the target); the cell and command with the largest slowdown become the measure for every
+   later step.
 2. Binary search on the first-parent line good..bad: build the midpoint, A/B it against good; a
    midpoint counts as bad when its change is closer to the bad end's change than to zero (past
    half the effect), else good.
@@ -23,6 +25,7 @@ from pathlib import Path
 from .ab import ABOptions, ABReport, Row, commit_markdown, require_on_branch, run_ab
 from . import markdown as md
 from .errors import UsageError
+from .evidence import is_inconclusive
 from .files import write_bytes_atomic, write_json
 from .servers import source_build
 from .servers.gitmirror import Mirror, redact
@@ -39,7 +42,8 @@ class Step:
     ci_high: float | None
     mde: float | None
     rounds: int
-    judged: str            # "bad" | "good" | "reproduced" | "not reproduced"
+    judged: str            # "bad" | "good" | "reproduced" | "not reproduced" | "inconclusive", a midpoint
+                           # whose MDE missed the target: "bad (MDE above target)" / "good (MDE above target)"
     wall_s: float
 
 
@@ -61,6 +65,8 @@ class BisectReport:
     #: ``suspects`` names the range still holding it.
     resolved: bool = True
     suspects: dict | None = None          # {"first", "last", "count"} of the commits left
+    #: The first A/B's "inconclusive: MDE X% > target Y%; ..." when its evidence could not decide.
+    inconclusive: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -70,7 +76,9 @@ class BisectReport:
         measure come from the repository and the caller, so every one is escaped."""
         lines = [f"### Bisect {md.code(self.good[:10])}..{md.code(self.bad[:10])} ({self.range_size} commits)", "",
                  f"Repository: {md.text(self.url)}", ""]
-        if not self.reproduced:
+        if not self.reproduced and self.inconclusive:
+            lines.append(f"The A/B of the two ends was {md.text(self.inconclusive)}: no culprit named.")
+        elif not self.reproduced:
             lines.append("The regression did not reproduce in an A/B of the two ends: no culprit named.")
         elif not self.resolved and self.suspects:
             lines.append(f"**Unresolved:** the step limit stopped the search with {self.suspects['count']} commits left, "
@@ -140,10 +148,11 @@ def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_di
     worst = _row(first, None)
     measure = (worst.cell, worst.command)
     reproduced = worst.verdict == "slower"
+    undecided = worst.verdict if is_inconclusive(worst.verdict) else None
     steps = [Step(bad_sha, mirror.subject(bad_sha), worst.change, worst.ci_low, worst.ci_high, worst.mde, worst.rounds,
-                  "reproduced" if reproduced else "not reproduced", wall)]
+                  "reproduced" if reproduced else "inconclusive" if undecided else "not reproduced", wall)]
     report = BisectReport(redact(url), good_sha, bad_sha, f"{measure[0]} / {measure[1]}", len(commits), None, None,
-                          None, (None, None), steps, reproduced=reproduced)
+                          None, (None, None), steps, reproduced=reproduced, inconclusive=undecided)
     if reproduced:
         bad_change = worst.change
         low, high = -1, len(commits) - 1          # commits[low] is good (-1: the good end), commits[high] bad
@@ -153,8 +162,9 @@ def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_di
             result, wall = ab(commits[mid], len(steps))
             row = _row(result, measure)
             is_bad = abs(row.change - bad_change) < abs(row.change)
+            judged = ("bad" if is_bad else "good") + (" (MDE above target)" if is_inconclusive(row.verdict) else "")
             steps.append(Step(commits[mid], mirror.subject(commits[mid]), row.change, row.ci_low, row.ci_high, row.mde,
-                              row.rounds, "bad" if is_bad else "good", wall))
+                              row.rounds, judged, wall))
             if is_bad:
                 high, measured[mid] = mid, row
             else:

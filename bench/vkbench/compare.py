@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .evidence import TARGET_MDE  # a verdict needs the repetitions' Welch MDE at or below it
 from .parsers.record import LATENCY_KEYS
 from .results.io import load_result, result_files
 from .servers.source_build import PER_BUILD_FIELDS
@@ -39,6 +40,7 @@ class Row:
     base_label: str
     candidate_label: str
     flagged: bool
+    mde: float | None = None
 
 
 def _match_key(result: dict) -> tuple:
@@ -72,8 +74,12 @@ def _load_dir(path: Path) -> dict[tuple, dict]:
     return out
 
 
-def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...] = METRICS) -> tuple[list[Row], list[str]]:
-    """Rows for every metric of every command present in both; plus the cells found in only one."""
+def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...] = METRICS,
+                 target_mde: float | None = TARGET_MDE) -> tuple[list[Row], list[str]]:
+    """Rows for every metric of every command present in both; plus the cells found in only one.
+    A row's verdict stands only when its Welch MDE reached ``target_mde`` (else "inconclusive")."""
+    if target_mde is not None and not 0 < target_mde < 1:
+        raise UsageError(f"--target-mde {target_mde}: not a fraction between 0 and 1", hint="e.g. --target-mde 0.02 (2%)")
     base, cand = _load_dir(base_dir), _load_dir(candidate_dir)
     unmatched = [f"only in {base_dir}: {_describe(base[k])}" for k in base if k not in cand]
     unmatched += [f"only in {candidate_dir}: {_describe(cand[k])}" for k in cand if k not in base]
@@ -88,9 +94,10 @@ def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...
                 bs, cs = b["summary"][command].get(metric), c["summary"][command].get(metric)
                 if not bs or not cs:
                     continue
-                cmp = compare_samples(bs["samples"], cs["samples"], bigger_is_better=(metric == "rps"), min_effect=MIN_EFFECT)
+                cmp = compare_samples(bs["samples"], cs["samples"], bigger_is_better=(metric == "rps"), min_effect=MIN_EFFECT,
+                                      target_mde=target_mde)
                 rows.append(Row(_describe(b), command, metric, cmp.base_median, cmp.candidate_median, cmp.change,
-                                cmp.ci_low, cmp.ci_high, cmp.p_value, cmp.verdict, _label(b), _label(c), flagged))
+                                cmp.ci_low, cmp.ci_high, cmp.p_value, cmp.verdict, _label(b), _label(c), flagged, cmp.mde))
     if not rows:
         raise UsageError("no cell of the two directories matches",
                          hint="compare results of the same matrix (same topology, io-threads, pipeline, clients, data size, tool)")

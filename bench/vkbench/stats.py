@@ -67,7 +67,37 @@ class Comparison:
     ci_low: float | None          # interval of the relative change of the means
     ci_high: float | None
     p_value: float | None
-    verdict: str                  # "better" | "worse" | "no significant change"
+    verdict: str                  # "better" | "worse" | "no significant change" | "inconclusive: ..."
+    mde: float | None = None      # smallest relative change these samples detect (Welch, 5 % two-sided, power 80 %)
+    repetitions_for_target: int | None = None   # per side, at this noise, for an MDE at the target
+
+
+POWER = 0.8
+
+
+def welch_mde(base: np.ndarray, candidate: np.ndarray, alpha: float = 0.05) -> float | None:
+    """The smallest change of the mean, relative to the base mean, that Welch's test on these
+    samples detects at ``alpha`` two-sided with 80 % power: (t_crit + t_power) x SE / base mean,
+    at the Welch-Satterthwaite degrees of freedom. None with fewer than two samples a side."""
+    nb, nc = len(base), len(candidate)
+    mean = float(base.mean()) if nb else 0.0
+    if nb < 2 or nc < 2 or not mean:
+        return None
+    vb, vc = float(base.var(ddof=1)) / nb, float(candidate.var(ddof=1)) / nc
+    se = math.sqrt(vb + vc)
+    if se == 0:
+        return 0.0
+    df = (vb + vc) ** 2 / ((vb ** 2 / (nb - 1) if vb else 0.0) + (vc ** 2 / (nc - 1) if vc else 0.0))
+    return float(st.t.ppf(1 - alpha / 2, df) + st.t.ppf(POWER, df)) * se / abs(mean)
+
+
+def repetitions_for(base: np.ndarray, candidate: np.ndarray, target: float, alpha: float = 0.05) -> int | None:
+    """Repetitions per side for an MDE of ``target`` at these samples' noise (normal approximation)."""
+    if len(base) < 2 or len(candidate) < 2 or not float(base.mean()):
+        return None
+    pooled = (float(base.var(ddof=1)) + float(candidate.var(ddof=1))) / float(base.mean()) ** 2
+    z = float(st.norm.ppf(1 - alpha / 2) + st.norm.ppf(POWER))
+    return max(len(base), len(candidate), math.ceil(z * z * pooled / target ** 2))
 
 
 def compare_samples(
@@ -77,8 +107,13 @@ def compare_samples(
     bigger_is_better: bool,
     alpha: float = 0.05,
     min_effect: float = 0.01,
+    target_mde: float | None = None,
 ) -> Comparison:
-    """Welch's t-test plus a minimum effect: a 0.3 % change is never "better" however tight the data."""
+    """Welch's t-test plus a minimum effect: a 0.3 % change is never "better" however tight the data.
+    With ``target_mde``, a verdict also needs the MDE these samples reach to be at most the target,
+    else it is "inconclusive: ..." (:mod:`vkbench.evidence`)."""
+    from .evidence import adequate, inconclusive
+
     b = np.asarray(base, dtype=float)
     c = np.asarray(candidate, dtype=float)
     bm, cm = float(np.median(b)), float(np.median(c))
@@ -94,10 +129,15 @@ def compare_samples(
             base_mean = float(b.mean())
             if base_mean:
                 low, high = float(ci.low) / base_mean, float(ci.high) / base_mean
+    mde = welch_mde(b, c, alpha)
+    needed = repetitions_for(b, c, target_mde, alpha) if target_mde else None
     significant = p_value is not None and p_value < alpha and abs(change) >= min_effect
-    if not significant:
+    if not adequate(mde, target_mde):
+        more = needed - min(len(b), len(c)) if needed is not None else None
+        verdict = inconclusive(mde, target_mde, more=more, unit="repetitions per side")
+    elif not significant:
         verdict = "no significant change"
     else:
         improved = change > 0 if bigger_is_better else change < 0
         verdict = "better" if improved else "worse"
-    return Comparison(bm, cm, change, low, high, p_value, verdict)
+    return Comparison(bm, cm, change, low, high, p_value, verdict, mde, needed)

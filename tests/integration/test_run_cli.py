@@ -152,10 +152,12 @@ def test_compare_two_runs_markdown(tmp_path):
     proc = vkbench("compare", str(base), str(cand), "--format", "markdown")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0] == "| cell | command | metric | valkey:9.0.0 | valkey:9.1.2 | change | 95% CI | p | verdict |"
+    assert lines[0] == "| cell | command | metric | valkey:9.0.0 | valkey:9.1.2 | change | 95% CI | p | MDE | verdict |"
     rows = [l for l in lines if l.startswith("| standalone")]
     assert {r.split(" | ")[2] for r in rows} >= {"rps", "avg", "min", "p50", "p95", "p99", "max"}
-    assert all(r.rstrip(" |").split(" | ")[-1].split(" (")[0] in ("better", "worse", "no significant change") for r in rows)
+    verdicts = [r.rstrip(" |").split(" | ")[-1] for r in rows]
+    assert all(v.split(" (")[0] in ("better", "worse", "no significant change") or v.startswith("inconclusive: MDE ")
+               for v in verdicts), verdicts
     as_json = json.loads(vkbench("compare", str(base), str(cand), "--format", "json").stdout)
     assert len(as_json["rows"]) == len(rows)
 

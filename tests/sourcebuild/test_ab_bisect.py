@@ -21,11 +21,17 @@ pytestmark = pytest.mark.sourcebuild
 #: Small and quick: the deliberate slowdown is several times the noise of this machine.
 TEMPLATE = Cell.model_validate({"server": "valkey:unstable", "requests": 10000, "keyspace": 5000, "warmup": 1000,
                                 "pipeline": 16, "clients": 50, "tests": ["set", "get"], "repetitions": 1})
+#: No target MDE: 4 rounds on a loaded 2-core machine cannot reach 2 %, and whether they reach any
+#: other bound depends on the load. The rule "a verdict only at or below the target" is tested on
+#: fixtures (tests/unit/detect/test_verdict_evidence.py); here the deliberate slowdown is judged
+#: by its interval alone, as before the rule.
+NO_TARGET = None
 
 
 def test_ab_sees_the_slowdown_and_reports_its_mde(slowdown_repo, tmp_path):
     options = ABOptions(base=slowdown_repo.good[:10], candidate=slowdown_repo.culprit, url=slowdown_repo.url,
-                        cells=[TEMPLATE], out_dir=tmp_path / "ab", min_rounds=4, max_rounds=4)
+                        cells=[TEMPLATE], out_dir=tmp_path / "ab", min_rounds=4, max_rounds=4,
+                        target_mde=NO_TARGET)
     report = run_ab(options)
     assert report.base.commit == slowdown_repo.good and report.candidate.commit == slowdown_repo.culprit
     assert {r.command for r in report.rows} == {"SET", "GET"}
@@ -44,7 +50,8 @@ def test_ab_sees_the_slowdown_and_reports_its_mde(slowdown_repo, tmp_path):
 
 
 def test_bisect_names_the_culprit(slowdown_repo, tmp_path):
-    template = ABOptions(base="", candidate="", cells=[TEMPLATE], min_rounds=4, max_rounds=4, trigger="bisect")
+    template = ABOptions(base="", candidate="", cells=[TEMPLATE], min_rounds=4, max_rounds=4, trigger="bisect",
+                         target_mde=NO_TARGET)
     report = run_bisect(slowdown_repo.url, slowdown_repo.good, slowdown_repo.bad, template, tmp_path / "bisect")
     assert report.reproduced
     assert report.culprit == slowdown_repo.culprit, report.markdown()

@@ -52,6 +52,8 @@ def bisect_line(bisect: dict) -> str:
     culprit = md.commit(bisect.get("culprit"))
     if bisect.get("reproduced") and bisect.get("resolved") is False:
         return f"{done}: the step limit stopped the search before one commit remained; no culprit named"
+    if not bisect.get("reproduced") and isinstance(bisect.get("inconclusive"), str):
+        return f"{done}: the A/B of the two ends was {md.text(bisect['inconclusive'])}; no culprit named"
     if not bisect.get("reproduced") or not culprit:
         return f"{done}: the regression did not reproduce in an A/B of the two ends; no culprit named"
     link = md.link(md.code(culprit[:10]), repolinks.commit_url(bisect.get("repository"), culprit))

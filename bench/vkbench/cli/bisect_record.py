@@ -33,6 +33,9 @@ def bisect_record_cmd(history: Path, incident_id: str, report_file: Path, run_ur
         raise UsageError(f"{incident_id} is not an incident of {history}", hint=f"incidents: {known}")
     entry = bisects.record(HistoryStore(history), incident, report, run_url=run_url)
     run_detection(history, annotations, write=True)
+    if not entry["reproduced"] and entry.get("inconclusive"):
+        click.echo(f"{incident_id}: the bisect's A/B of the two ends was {entry['inconclusive']}; no culprit")
+        return
     if not entry["reproduced"]:
         click.echo(f"{incident_id}: the regression did not reproduce in the bisect's A/B of the two ends; no culprit")
         return

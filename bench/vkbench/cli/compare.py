@@ -9,7 +9,7 @@ import click
 from .console import make_console
 from rich.table import Table
 
-from ..compare import METRICS, Row, build_warnings, compare_dirs, rows_to_json
+from ..compare import METRICS, TARGET_MDE, Row, build_warnings, compare_dirs, rows_to_json
 
 _UNITS = {"rps": "rps"}
 
@@ -31,7 +31,11 @@ def _verdict(row: Row) -> str:
     return text + " (flagged)" if row.flagged else text
 
 
-def markdown(rows: list[Row], unmatched: list[str]) -> str:
+def _mde(row: Row) -> str:
+    return "-" if row.mde is None else f"{row.mde:.1%}"
+
+
+def markdown(rows: list[Row], unmatched: list[str], target_mde: float | None = TARGET_MDE) -> str:
     """A PR comment: every value from the result files is escaped (vkbench.markdown)."""
     from .. import markdown as md
 
@@ -41,11 +45,14 @@ def markdown(rows: list[Row], unmatched: list[str]) -> str:
     for r in rows:
         p = "-" if r.p_value is None else f"{r.p_value:.3f}"
         cells.append([md.text(r.key), md.text(r.command), md.text(r.metric), _value(r.metric, r.base), _value(r.metric, r.candidate),
-                      _pct(r.change), _ci(r), p, _verdict(r)])
-    lines += md.table(["cell", "command", "metric", base_label, cand_label, "change", "95% CI", "p", "verdict"], "lllrrrlrl", cells)
+                      _pct(r.change), _ci(r), p, _mde(r), _verdict(r)])
+    lines += md.table(["cell", "command", "metric", base_label, cand_label, "change", "95% CI", "p", "MDE", "verdict"],
+                      "lllrrrlrrl", cells)
     lines.append("")
+    gate = (f" and an MDE (the smallest change these repetitions detect, power 80%) of at most {target_mde:.1%}, "
+            "else \"inconclusive\"") if target_mde else ""
     lines.append("rps: bigger is better; latencies (ms): smaller is better. Verdicts need p < 0.05 (Welch's t-test "
-                 "on the repetitions) and a change of at least 2%. \"flagged\": a validity check failed on one side.")
+                 f"on the repetitions), a change of at least 2%{gate}. \"flagged\": a validity check failed on one side.")
     for u in unmatched:
         lines.append(f"- {md.text(u)}")
     return "\n".join(lines) + "\n"
@@ -57,26 +64,28 @@ def markdown(rows: list[Row], unmatched: list[str]) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
 @click.option("--metrics", default="rps,avg,min,p50,p95,p99,max", show_default=True,
               help=f"Comma-separated metrics among {', '.join(METRICS)}.")
-def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str) -> None:
+@click.option("--target-mde", type=float, default=TARGET_MDE, show_default=True,
+              help="A verdict needs the repetitions' MDE (Welch, power 80%) at or below this fraction; else inconclusive.")
+def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str, target_mde: float) -> None:
     """Compare BASE_DIR with CANDIDATE_DIR (result directories of `vkbench run`), cell by cell:
     medians, % change, 95% confidence interval and a verdict (better / worse / no significant change)."""
     wanted = tuple(m.strip() for m in metrics.split(",") if m.strip() in METRICS)
-    rows, unmatched = compare_dirs(base_dir, candidate_dir, metrics=wanted)
+    rows, unmatched = compare_dirs(base_dir, candidate_dir, metrics=wanted, target_mde=target_mde)
     warnings = build_warnings(base_dir, candidate_dir)
     if fmt == "json":
         click.echo(json.dumps(rows_to_json(rows, unmatched, warnings), indent=2))
         return
     if fmt == "markdown":
-        click.echo(markdown(rows, unmatched) + "".join(f"\n> warning: {w}\n" for w in warnings), nl=False)
+        click.echo(markdown(rows, unmatched, target_mde) + "".join(f"\n> warning: {w}\n" for w in warnings), nl=False)
         return
     table = Table(title=f"{rows[0].base_label} -> {rows[0].candidate_label}", title_justify="left")
-    for col in ("cell", "cmd", "metric", "base", "candidate", "change", "95% CI", "p", "verdict"):
-        table.add_column(col, justify="right" if col in ("base", "candidate", "change", "p") else "left")
+    for col in ("cell", "cmd", "metric", "base", "candidate", "change", "95% CI", "p", "MDE", "verdict"):
+        table.add_column(col, justify="right" if col in ("base", "candidate", "change", "p", "MDE") else "left")
     colour = {"better": "green", "worse": "red"}
     for r in rows:
         style = colour.get(r.verdict, "")
         table.add_row(r.key, r.command, r.metric, _value(r.metric, r.base), _value(r.metric, r.candidate),
-                      _pct(r.change), _ci(r), "-" if r.p_value is None else f"{r.p_value:.3f}",
+                      _pct(r.change), _ci(r), "-" if r.p_value is None else f"{r.p_value:.3f}", _mde(r),
                       f"[{style}]{_verdict(r)}[/]" if style else _verdict(r))
     console = make_console()
     console.print(table)

@@ -20,7 +20,7 @@ from ..history.store import HistoryStore
 @click.option("--annotations", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 def confirm_cmd(history: Path, request_id: str, ab_file: Path, annotations: Path | None) -> None:
     """Record whether the A/B confirms candidate ID of HISTORY; re-run detection so a confirmed
-    candidate is an incident now (a rejected one is recorded and never alerts)."""
+    candidate is an incident now (a rejected or inconclusive one is recorded and never alerts)."""
     doc = run_detection(history, annotations, write=False)
     waiting = {r["id"]: r for r in (doc.get("confirmation") or {}).get("waiting", [])}
     if request_id not in waiting:

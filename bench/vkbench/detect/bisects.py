@@ -45,7 +45,9 @@ INCIDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: would be refused there is never dispatched.
 CELL_INPUT = re.compile(r'^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$')
 CELL_INPUT_MAX = 2000
-JUDGED = ("bad", "good", "reproduced", "not reproduced")
+#: A midpoint whose A/B missed the target MDE is still judged (the search goes on) and says so.
+JUDGED = ("bad", "good", "reproduced", "not reproduced", "inconclusive",
+          "bad (MDE above target)", "good (MDE above target)")
 
 _RESTORE = ("restore it from the gh-pages branch history (git log -- history/bisects.json); "
             "bisect.yml's record job writes it")
@@ -181,7 +183,8 @@ def read_report(path: Path) -> dict:
     entry = {"repository": data.get("url"), "good": data.get("good"), "bad": data.get("bad"),
              "range_size": data.get("range_size"), "measure": data.get("measure"), "reproduced": data.get("reproduced"),
              "resolved": data.get("resolved", True), "culprit": data.get("culprit"), "culprit_subject": data.get("culprit_subject"), "effect": data.get("effect"),
-             "ci_low": ci[0], "ci_high": ci[1], "steps": data.get("steps"), "wall_s": data.get("wall_s")}
+             "ci_low": ci[0], "ci_high": ci[1], "steps": data.get("steps"), "wall_s": data.get("wall_s"),
+             "inconclusive": data.get("inconclusive")}
     problem = _entry_problem(entry)
     if problem:
         raise ResultFileError(f"{path}: {problem}; not a report of `vkbench bisect`", hint=hint)
@@ -253,6 +256,8 @@ def attach(incidents: list[dict], bisects: dict) -> None:
             "steps": len(entry["steps"]), "range_size": entry["range_size"],
             "repository": entry["repository"], "workflow_run_url": entry.get("workflow_run_url"),
         }
+        if entry.get("inconclusive"):
+            incident["bisect"]["inconclusive"] = entry["inconclusive"]
 
 
 # -- checks -----------------------------------------------------------------------------------------
@@ -279,7 +284,8 @@ _STEP = {"commit": _sha, "subject": lambda v: isinstance(v, str), "change": _num
 _ENTRY = {"repository": lambda v: isinstance(v, str) and v != "", "good": _sha, "bad": _sha, "range_size": _count,
           "measure": lambda v: isinstance(v, str), "reproduced": lambda v: isinstance(v, bool),
           "culprit": lambda v: v is None or _sha(v), "culprit_subject": lambda v: v is None or isinstance(v, str),
-          "effect": _opt_number, "ci_low": _opt_number, "ci_high": _opt_number, "wall_s": _opt_number}
+          "effect": _opt_number, "ci_low": _opt_number, "ci_high": _opt_number, "wall_s": _opt_number,
+          "inconclusive": lambda v: v is None or (isinstance(v, str) and len(v) <= 300)}
 
 
 def _entry_problem(entry: dict) -> str | None:

@@ -26,14 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultFileError, UsageError
+from ..evidence import TARGET_MDE, adequate, inconclusive
 from ..history.series import bigger_is_better
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
+from ..results.aggregate import command_series
 from .candidates import find_candidate
 from .params import DetectionParams
 
 CONFIRMATIONS = "confirmations.json"
-STATUSES = ("confirmed", "rejected")
+#: "inconclusive": the A/B's MDE did not reach its target, so its change is no verdict either way.
+STATUSES = ("confirmed", "rejected", "inconclusive")
 _RESTORE = "restore it from the gh-pages history (git log -- history/confirmations.json); `vkbench confirm` writes it"
 _AB_HINT = "pass the ab.json of `vkbench ab --out DIR`"
 
@@ -59,7 +62,7 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
     requests: dict[str, dict] = {}
     from ..servers.resolve import is_source_version
 
-    index = store.index()["series"]
+    index = command_series(store.index()["series"])
     for sid in sorted(index):
         dims = index[sid]["dims"]
         if not is_source_version(str(dims.get("engine")), str(dims.get("version"))):
@@ -187,7 +190,7 @@ def _opt_count(value: Any) -> bool:
 #: What an A/B row must hold for a verdict (ab.py Row), and what a recorded entry keeps of it.
 _AB_ROW = {"change": _number, "ci_low": _opt_number, "ci_high": _opt_number, "mde": _opt_number,
            "rounds": _opt_count, "cell": _opt_str, "command": _opt_str}
-_AB_KEPT = {**_AB_ROW, "change": _opt_number, "base": _opt_str, "candidate": _opt_str}
+_AB_KEPT = {**_AB_ROW, "change": _opt_number, "base": _opt_str, "candidate": _opt_str, "verdict": _opt_str}
 _SERIES = {"series_id": _str, "metric": _str, "magnitude": _number}
 
 
@@ -205,7 +208,7 @@ def _entry_problem(rid: Any, entry: Any) -> str | None:
     if entry.get("id") != rid:
         return "id: differs from its key"
     if entry.get("status") not in STATUSES:
-        return f"status: {_shown(entry.get('status'))} is not confirmed or rejected"
+        return f"status: {_shown(entry.get('status'))} is not confirmed, rejected or inconclusive"
     if not isinstance(entry.get("ab"), dict):
         return "ab: not an object"
     problem = _fields_problem(entry["ab"], _AB_KEPT)
@@ -235,13 +238,26 @@ def _shown(value: Any) -> str:
 
 
 def verdict_of(ab_report: dict, min_effect: float) -> tuple[str, dict]:
-    """("confirmed" | "rejected", the row that decided) from a ``vkbench ab`` report (ab.json)."""
+    """("confirmed" | "rejected" | "inconclusive", the row that decided) from a ``vkbench ab``
+    report (ab.json). The worst row decides, and only when its MDE reached the report's target
+    (else "inconclusive": recorded, never alerting, never called noise either)."""
     rows = ab_report.get("rows") or []
     if not rows:
         return "rejected", {}
     worst = min(rows, key=lambda r: r["change"])
+    target = ab_report.get("target_mde")
+    target = target if _number(target) and target > 0 else TARGET_MDE
+    if not adequate(worst.get("mde"), target):
+        return "inconclusive", {**worst, "verdict": inconclusive(worst.get("mde"), target, more=_more_rounds(worst))}
     confirmed = worst.get("ci_high") is not None and worst["ci_high"] < 0 and abs(worst["change"]) >= min_effect
     return ("confirmed" if confirmed else "rejected"), worst
+
+
+def _more_rounds(row: dict) -> int | None:
+    needed, done = row.get("rounds_for_target"), row.get("rounds")
+    if isinstance(needed, int) and isinstance(done, int) and not isinstance(needed, bool):
+        return needed - done
+    return None
 
 
 def record(store: HistoryStore, request: dict, ab_report: dict, params: DetectionParams | None = None) -> dict:
@@ -252,7 +268,8 @@ def record(store: HistoryStore, request: dict, ab_report: dict, params: Detectio
         "id": request["id"], "status": status, "recorded": utc_now(), "request": request,
         "ab": {"change": row.get("change"), "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
                "mde": row.get("mde"), "rounds": row.get("rounds"), "cell": row.get("cell"),
-               "command": row.get("command"), "base": (ab_report.get("base") or {}).get("commit"),
+               "command": row.get("command"), "verdict": row.get("verdict"),
+               "base": (ab_report.get("base") or {}).get("commit"),
                "candidate": (ab_report.get("candidate") or {}).get("commit")},
     }
     data = load(store)

@@ -16,6 +16,7 @@ from ..errors import ResultFileError
 from ..history.series import bigger_is_better, describe, segments as fingerprint_segments
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
+from ..results.aggregate import command_series
 from ..profile.incidents import attach_profile_diffs
 from .annotations import first_index_after, load_annotations, matches_series, validate_annotations
 from .incidents import build_incidents
@@ -43,8 +44,8 @@ def run_detection(
         entries = load_annotations(annotations)
     else:
         entries = validate_annotations(annotations or [])
-    series_index = index["series"]
     store.verify(index)        # every shard present with its recorded size (digests: per series below)
+    series_index = command_series(index["series"])   # not the TOTALS series an older ingest added
     tasks = [(str(store.path), sid, series_index[sid], entries, params) for sid in sorted(series_index)]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
@@ -94,6 +95,9 @@ def run_detection(
             "waiting": waiting,
             "rejected": sorted(r["id"] for r in requests if recorded.get(r["id"], {}).get("status") == "rejected"),
         }
+        inconclusive = sorted(r["id"] for r in requests if recorded.get(r["id"], {}).get("status") == "inconclusive")
+        if inconclusive:
+            return_doc["confirmation"]["inconclusive"] = inconclusive
     if write and not _same_detection(store, return_doc):
         write_json(store.detect_path, return_doc, indent=1)
     return return_doc

@@ -365,6 +365,7 @@ class HistoryStore:
         """Recompute every series entry from its shards (repair after a crash or a hand
         edit). Dims come from the current index, or from the result copies under runs/ for
         series the index does not know."""
+        from ..results.aggregate import AGGREGATE_COMMANDS
         from ..results.io import validate_result
         from .series import month_of as _month, series_key as _key
 
@@ -382,7 +383,9 @@ class HistoryStore:
             known = {sid: (e["dims"], e.get("arch")) for sid, e in index["series"].items() if isinstance(e, dict) and "dims" in e}
             for path in sorted((self.path / "runs").glob("*/*/*.json")):
                 result = validate_result(_read_json(path), source=str(path))
-                for command in result.get("summary", {}):
+                # An older ingest's TOTALS series stays listed (readers leave it out, command_series).
+                aggregates = sorted(AGGREGATE_COMMANDS) if result.get("aggregate") else []
+                for command in [*result.get("summary", {}), *aggregates]:
                     sid, dims = _key(result, command)
                     known.setdefault(sid, (dims, result.get("environment", {}).get("arch")))
             series = {}

@@ -15,6 +15,7 @@ import jsonschema
 
 from .. import RESULT_SCHEMA_VERSION
 from ..errors import ResultFileError
+from .aggregate import split_aggregate
 from .checks import check_result, format_checker
 
 
@@ -25,7 +26,9 @@ def schema(version: int = RESULT_SCHEMA_VERSION) -> dict:
 
 
 def validate_result(data: Any, *, source: str = "<result>") -> dict:
-    """Check ``schema_version`` first (so a newer file gets the right message), then the schema."""
+    """Check ``schema_version`` first (so a newer file gets the right message), then the schema.
+    Returns the result in today's shape: an all-commands row that older results hold as a
+    command (memtier's TOTALS) is moved to ``aggregate`` (:mod:`vkbench.results.aggregate`)."""
     if not isinstance(data, dict):
         raise ResultFileError(f"{source}: not a vkbench result (top level is not an object)", hint="pass result files written by `vkbench run`")
     version = data.get("schema_version")
@@ -52,7 +55,7 @@ def validate_result(data: Any, *, source: str = "<result>") -> dict:
             hint="the file was edited or truncated; restore it from the run's artifact",
         )
     check_result(data, source)
-    return data
+    return split_aggregate(data)
 
 
 def load_result(path: str | os.PathLike) -> dict:

@@ -23,6 +23,7 @@ from ..topology.backend import Backend, Deployment, DeploymentSpec
 from ..topology.model import ServerSettings, Topology
 from . import preload as preloading
 from . import server_stats
+from ..results.aggregate import split_aggregate
 from .aggregate import merge_target_records, summarize_repetitions
 from .cpu import CpuSnapshot, server_cores_used
 from .process import run_tools
@@ -362,7 +363,7 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
     tool = ctx.tool_paths[cell.tool]
     build = dict(info.get("build") or {}) or None
     code = build.pop("code", None) if build else None     # the source a build came from: its own field
-    return {
+    return split_aggregate({
         "schema_version": RESULT_SCHEMA_VERSION,
         "kind": "vkbench.result",
         "run": {
@@ -398,14 +399,14 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
                         "preload_args": cell.catalog.preload, "init_command_count": len(cell.catalog.init_commands),
                         "prepared": state.catalog_prepared}} if cell.catalog is not None else {}),
         "repetitions": state.repetitions,
-        "summary": summarize_repetitions(state.repetitions),
+        "summary": summarize_repetitions(state.repetitions),   # memtier's TOTALS: split_aggregate below
         "environment": ctx.environment,
         **({"server_environment": info["server_environment"]} if info.get("server_environment") else {}),
         "validity": validity,
         **({"profile": state.profile} if state.profile is not None else {}),
         **({"memory": state.memory} if state.memory is not None else {}),
         **({"instructions": state.instructions} if state.instructions is not None else {}),
-    }
+    })
 
 
 def _server_cpus(cell: Cell, ctx: RunContext) -> int | None:

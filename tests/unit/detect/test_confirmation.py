@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from factory import make_result, write_result
 
 from vkbench.cli.confirm import confirm_cmd
-from vkbench.detect import run_detection
+from vkbench.detect import confirmations, run_detection
 from vkbench.detect.candidates import find_candidate
 from vkbench.history.ingest import ingest
 from vkbench.history import HistoryStore
@@ -62,10 +62,10 @@ def candidate_history(tmp_path):
     return source_history(tmp_path, nights=25, drop_from=24, factor=0.9)
 
 
-def _ab(tmp_path, request, change, ci):
+def _ab(tmp_path, request, change, ci, mde=0.015, **extra):
     report = {"base": {"commit": request["good"]["commit"]}, "candidate": {"commit": request["bad"]["commit"]},
               "rows": [{"cell": "standalone io1", "command": "SET", "change": change, "ci_low": ci[0], "ci_high": ci[1],
-                        "mde": 0.015, "rounds": 8}]}
+                        "mde": mde, "rounds": 8, **extra}], "target_mde": 0.02}
     path = tmp_path / f"ab-{change}.json"
     path.write_text(json.dumps(report))
     return path
@@ -86,6 +86,24 @@ def test_candidate_waits_then_a_confirming_ab_makes_it_an_incident(candidate_his
     assert incident["confirmation"]["change"] == -0.1 and incident["confirmation"]["ci_high"] == -0.08
     assert incident["status"] == "open" and incident["bad"]["commit"] == commit_of(24)
     assert doc["confirmation"]["waiting"] == []
+
+
+def test_an_ab_whose_mde_missed_the_target_is_inconclusive_and_never_alerts(candidate_history, tmp_path):
+    """An interval well below zero is no confirmation when the A/B could not detect the target:
+    4 noisy rounds once gave -57 % at an MDE of 80 %."""
+    (request,) = run_detection(candidate_history, write=False)["confirmation"]["waiting"]
+    out = CliRunner().invoke(confirm_cmd, ["--history", str(candidate_history), "--id", request["id"],
+                                           "--ab", str(_ab(tmp_path, request, -0.3, (-0.6, -0.01), mde=0.8,
+                                                           rounds_for_target=12000))])
+    assert out.exit_code == 0, out.output
+    assert f"{request['id']}: inconclusive" in out.output
+    entry = confirmations.load(HistoryStore(candidate_history))["confirmations"][request["id"]]
+    assert entry["status"] == "inconclusive"
+    assert entry["ab"]["verdict"] == ("inconclusive: MDE 80.0% > target 2.0%; about 11992 more rounds, "
+                                      "a quieter runner, or instruction counts")
+    doc = run_detection(candidate_history, write=False)
+    assert doc["incidents"] == []
+    assert doc["confirmation"] == {"waiting": [], "rejected": [], "inconclusive": [request["id"]]}
 
 
 def test_a_rejecting_ab_is_recorded_and_never_alerts(candidate_history, tmp_path):

@@ -81,3 +81,18 @@ def test_a_step_without_the_measured_row_is_a_usage_error(line, cache_root, monk
     with pytest.raises(UsageError, match=f"no row for {CELL} / SET") as err:
         bisect.run_bisect(line["url"], commits[0], commits[-1], ABOptions(base="", candidate=""), tmp_path / "b")
     assert "another cell / SET" in err.value.hint
+
+
+def test_an_inconclusive_ab_of_the_two_ends_names_no_culprit_and_says_why(line, cache_root, monkeypatch, tmp_path):
+    commits = line["commits"]
+    undecided = "inconclusive: MDE 80.0% > target 2.0%; about 120 more rounds, a quieter runner, or instruction counts"
+
+    def rows(options):
+        return [Row(CELL, "SET", 100.0, 43.0, -0.57, -0.9, -0.004, 0.8, 4, undecided, 124)]
+
+    monkeypatch.setattr(bisect, "run_ab", _stand_in(commits, culprit=5, rows=rows))
+    report = bisect.run_bisect(line["url"], commits[0], commits[-1], ABOptions(base="", candidate=""), tmp_path / "b")
+    assert not report.reproduced and report.culprit is None and report.inconclusive == undecided
+    assert [s.judged for s in report.steps] == ["inconclusive"]
+    text = (tmp_path / "b" / "bisect.md").read_text()
+    assert "was inconclusive: MDE 80.0% \\> target 2.0%" in text and "Culprit" not in text

@@ -54,6 +54,9 @@ function culpritLine(incident) {
   if (b.reproduced && b.resolved === false) {
     return h("p.culprit.muted", {}, `Bisect (${steps}): the step limit stopped the search before one commit remained, no culprit named.`, run);
   }
+  if (!b.reproduced && typeof b.inconclusive === "string") {
+    return h("p.culprit.muted", {}, `Bisect (${steps}): the A/B of the two ends was ${b.inconclusive}; no culprit named.`, run);
+  }
   if (!b.reproduced || !b.culprit) {
     return h("p.culprit.muted", {}, `Bisect (${steps}): the regression did not reproduce, no culprit named.`, run);
   }
