@@ -137,7 +137,7 @@ import valkey
 
 args = sys.argv[1:]
 with open("/proc/self/cmdline", "rb") as own, open(os.environ["STUB_CMDLINES"], "a") as record:
-    record.write(own.read().hex() + "\n")
+    record.write(own.read().hex() + "\\n")
 if "--help" in args:
     print("Usage: valkey-benchmark [OPTIONS]\\n -a <password>  Password. You can also use the VALKEYCLI_AUTH environment variable.")
     sys.exit(0)
