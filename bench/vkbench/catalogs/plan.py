@@ -5,6 +5,8 @@ Sources:
   a folder of spec files                          every spec in it (defaults.yml aside)
   specs:GLOB                                      specs of the pinned catalog by name (fnmatch)
   specs:core | specs:group=NAME                   the catalog's core set, or one group's specs
+  specs:changed=FILE,FILE                         the specs of the groups changed source files
+                                                  touch (files-to-groups.json; else the core set)
   perf:FILE                                       a valkey-perf-benchmark config (a path, or a
                                                   file name in the pinned catalog's configs/)
 """
@@ -152,6 +154,13 @@ def catalog_specs(selector: str) -> list[tuple[str, str]]:
     if selector == "core":
         core = json.loads(catalog.text(CORE_SPECS)).get("core_specs", [])
         chosen = [by_stem[s] for s in core if s in by_stem]
+    elif selector.startswith("changed="):
+        from .select import core_specs, select_for_changes
+
+        chosen_groups = select_for_changes(catalog, [f for f in selector[8:].split(",") if f])
+        chosen = [p for p in paths if chosen_groups.groups and set(chosen_groups.groups) & _groups_of(catalog.text(p))]
+        if chosen_groups.core:
+            chosen += [by_stem[s] for s in core_specs(catalog) if s in by_stem and by_stem[s] not in chosen]
     elif selector.startswith("group="):
         group = selector[6:].lower()
         chosen = [p for p in paths if group in _groups_of(catalog.text(p))]

@@ -184,3 +184,17 @@ def test_a_catalog_with_other_content_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv(fetch.PERF_CONFIGS.variable, str(tmp_path / "missing"))
     with pytest.raises(MissingBinaryError, match="neither a file nor a folder"):
         fetch.load_catalog(fetch.PERF_CONFIGS)
+
+
+def test_changed_files_select_groups_or_the_core_set_with_reasons():
+    from vkbench.catalogs.select import select_for_changes
+
+    catalog = fetch.load_catalog(fetch.SPECS)
+    chosen = select_for_changes(catalog, ["src/t_hash.c", "src/geo.c"])
+    assert chosen.groups == ["geo", "hash", "sorted-set"] and not chosen.core
+    assert chosen.reasons == ["src/t_hash.c: t_hash.c -> hash", "src/geo.c: geo.c -> geo, sorted-set"]
+    broad = select_for_changes(catalog, ["src/networking.c"])
+    assert broad.core and broad.groups == [] and "core set" in broad.reasons[0]
+    plan = plan_catalog("specs:changed=src/t_set.c")
+    assert plan.entries == 31 and all("set" in c.catalog.groups for c in plan.cells)
+    assert plan_catalog("specs:changed=src/server.c").entries == 17
