@@ -27,7 +27,7 @@ def insights_site(tmp_path_factory):
 
 def open_view(page, url, route, ready):
     page.goto(url + route)
-    page.wait_for_selector(ready, timeout=15_000)
+    page.wait_for_selector(ready, timeout=60_000)   # generous: a loaded machine renders slowly
     page.wait_for_function("document.getElementById('view').getAttribute('aria-busy') === 'false'")
 
 
@@ -58,7 +58,7 @@ def test_incident_profile_flame_graphs(insights_site, new_page):
     link = page.locator(f"article.incident[data-incident='{facts['incident']}'] a.profile-link")
     assert link.count() == 1
     link.click()
-    page.wait_for_selector(".flamegraph[data-mode='diff'] svg", timeout=15_000)
+    page.wait_for_selector(".flamegraph[data-mode='diff'] svg", timeout=60_000)
     # The function that grew leads the table of changes and is drawn (red) in the difference graph.
     first = page.locator("table.profile-changes tbody tr").first
     assert first.get_attribute("data-function") == "slowHelper"
@@ -72,8 +72,8 @@ def test_incident_profile_flame_graphs(insights_site, new_page):
     screenshot(page, "profile-diff")
     # Before: the function is not in the last good build's graph; the tab is in the URL.
     page.locator("a.tab[data-mode='before']").click()
-    page.wait_for_selector(".flamegraph[data-mode='before'] svg", timeout=15_000)
-    page.wait_for_function("location.hash.includes('mode=before')", timeout=5_000)   # not page.url: updated late
+    page.wait_for_selector(".flamegraph[data-mode='before'] svg", timeout=60_000)
+    page.wait_for_function("location.hash.includes('mode=before')", timeout=30_000)   # not page.url: updated late
     assert page.locator(".flamegraph svg g.frame[name='slowHelper']").count() == 0
     assert page.locator(".flamegraph svg g.frame[name='processCommand']").count() >= 1
     # Hovering a frame names it and its share in the details line (d3-flame-graph).

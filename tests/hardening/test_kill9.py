@@ -152,7 +152,7 @@ def creating_cluster(tmp_path: Path) -> dict[int, dict[str, str]] | None:
 
 
 def assert_nothing_left(tmp_path: Path, ports: list[int]) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60       # killed processes go within seconds; a loaded machine may take longer
     while descendants_and_orphans(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert descendants_and_orphans(tmp_path) == []

@@ -100,7 +100,9 @@ def test_a_run_that_overruns_is_stopped_and_cleaned_up(tmp_path):
 def test_password_in_ps_only_where_the_result_says(tmp_path, tool, server):
     (tmp_path / "tmp").mkdir()
     env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"))
-    cell = {"server": server, "tool": tool, "requests": 30000, "keyspace": 1000, "repetitions": 1, "tests": ["set"]}
+    # 100000 requests: the tool runs a second or more, so the sampler (one /proc scan per pass, slow
+    # on a loaded machine) sees it many times; 30000 ran for a fraction of a second.
+    cell = {"server": server, "tool": tool, "requests": 100000, "keyspace": 1000, "repetitions": 1, "tests": ["set"]}
     seen, password = watch_run(tmp_path, cell, env, interval=0.01)
 
     result = load_result(next((tmp_path / "out").glob("*.json")))
@@ -126,12 +128,16 @@ def test_password_in_ps_only_where_the_result_says(tmp_path, tool, server):
 #: the real server with the Python client and prints valkey-benchmark's --csv output.
 #: STUB_AUTH=env: reads the password from VALKEYCLI_AUTH, as valkey-cli does.
 #: STUB_AUTH=help-only: its --help names VALKEYCLI_AUTH but it ignores the variable (takes -a only).
+#: Every start appends its own /proc/self/cmdline (hex) to STUB_CMDLINES: what `ps` shows for it,
+#: recorded by the process itself, so the tests need not catch a short-lived process in a sample.
 STUB = '''#!{python}
 """Stub valkey-benchmark for tests/hardening/test_password_exposure.py (see STUB there)."""
 import os, sys, time
 import valkey
 
 args = sys.argv[1:]
+with open("/proc/self/cmdline", "rb") as own, open(os.environ["STUB_CMDLINES"], "a") as record:
+    record.write(own.read().hex() + "\\n")
 if "--help" in args:
     print("Usage: valkey-benchmark [OPTIONS]\\n -a <password>  Password. You can also use the VALKEYCLI_AUTH environment variable.")
     sys.exit(0)
@@ -181,39 +187,43 @@ for test in opts.get("-t", "ping").split(","):
 '''
 
 
-def run_with_stub(tmp_path: Path, mode: str) -> tuple[dict, dict[int, bytes], str, list[str]]:
+def run_with_stub(tmp_path: Path, mode: str) -> tuple[dict, dict[int, bytes], str, list[str], list[bytes]]:
+    """The run's result, the sampled command lines, the password, how the stub got the password
+    each time it ran (STUB_LOG) and the stub's own command lines (STUB_CMDLINES)."""
     stub = tmp_path / "bin" / "valkey-benchmark"
     stub.parent.mkdir()
     stub.write_text(STUB.format(python=sys.executable))
     stub.chmod(0o755)
     (tmp_path / "tmp").mkdir()
-    log = tmp_path / "stub.log"
+    log, cmdlines = tmp_path / "stub.log", tmp_path / "stub.cmdlines"
     env = dict(os.environ, TMPDIR=str(tmp_path / "tmp"), VKBENCH_TOOL_VALKEY_BENCHMARK=str(stub), STUB_AUTH=mode,
-               STUB_LOG=str(log))
+               STUB_LOG=str(log), STUB_CMDLINES=str(cmdlines))
     for var in ("VALKEYCLI_AUTH", "REDISCLI_AUTH"):
         env.pop(var, None)
     cell = {"server": "valkey:9.1.2", "tool": "valkey-benchmark", "requests": 2000, "keyspace": 100, "repetitions": 1,
             "tests": ["set"], "preload": False}
     seen, password = watch_run(tmp_path, cell, env, interval=0.005)
     result = load_result(next((tmp_path / "out").glob("*.json")))
-    return result, seen, password, log.read_text().split()
+    return result, seen, password, log.read_text().split(), [bytes.fromhex(h) for h in cmdlines.read_text().split()]
 
 
 def test_a_tool_that_reads_the_variable_gets_the_password_from_the_environment(tmp_path):
-    result, seen, password, how = run_with_stub(tmp_path, "env")
+    result, seen, password, how, own = run_with_stub(tmp_path, "env")
     assert result["tool"]["password_via"] == "env"
     assert how and set(how) == {"env"}, how                  # the probe and the measured run: never -a
-    stub_cmds = [cmd for cmd in seen.values() if b"bin/valkey-benchmark" in cmd and b"--csv" in cmd]
-    assert stub_cmds, "no tool process was sampled"
-    assert [cmd for cmd in seen.values() if password.encode() in cmd] == []    # /proc/<pid>/cmdline: nowhere
+    stub_cmds = [cmd for cmd in own if b"bin/valkey-benchmark" in cmd and b"--csv" in cmd]
+    assert stub_cmds, f"the measured run's tool never started: {own}"
+    # /proc/<pid>/cmdline: nowhere, neither in the stub's own record nor in any sampled process
+    assert [cmd for cmd in [*own, *seen.values()] if password.encode() in cmd] == []
     assert password not in json.dumps(result)
 
 
 def test_a_help_text_that_claims_the_variable_is_not_believed(tmp_path):
     """--help names VALKEYCLI_AUTH but the tool ignores it: the probe against the server fails
     (NOAUTH), so the run uses -a and the result says argv."""
-    result, seen, password, how = run_with_stub(tmp_path, "help-only")
+    result, seen, password, how, own = run_with_stub(tmp_path, "help-only")
     assert result["tool"]["password_via"] == "argv"
     assert how[0] == "none" and set(how[1:]) == {"argv"}, how  # the probe, then -a
-    holders = [cmd for cmd in seen.values() if password.encode() in cmd]
-    assert holders and all(b"bin/valkey-benchmark" in cmd for cmd in holders)
+    assert any(password.encode() in cmd for cmd in own), own   # the stub's own cmdline shows it
+    holders = [cmd for cmd in [*own, *seen.values()] if password.encode() in cmd]
+    assert all(b"bin/valkey-benchmark" in cmd for cmd in holders), holders

@@ -52,7 +52,7 @@ def test_one_deadline_for_all_and_nothing_left_running():
     t0 = time.monotonic()
     with pytest.raises(subprocess.TimeoutExpired):
         communicate_all(sleepers, timeout=1.0)
-    assert time.monotonic() - t0 < 10
+    assert time.monotonic() - t0 < 30         # one 1 s deadline for all, not 3 x 60 s (room for load)
     assert all(proc.returncode is not None for proc in sleepers)
     quick = [subprocess.Popen(["echo", str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
     assert communicate_all(quick, timeout=60) == [("0\n", ""), ("1\n", ""), ("2\n", "")]

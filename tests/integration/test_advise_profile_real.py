@@ -1,5 +1,5 @@
-"""On real servers on this machine: the io-threads advisor recommends io-threads 1 with the
-client on the same 2-core box (and says why), every result carries the server's own evidence,
+"""On real servers on this machine: the io-threads advisor sees the client on the same 2-core
+box and io-threads 2 oversubscribing it (and says so), every result carries the server's own evidence,
 and --profile records folded stacks with perf during one extra, unmeasured repetition.
 
 The box is made a 2-core one on any machine: server and client share the same two CPUs (the
@@ -42,20 +42,27 @@ def sweep(tmp_path_factory) -> Path:
     return out
 
 
-def test_advisor_recommends_io_threads_1_with_the_client_on_this_box(sweep):
+def test_advisor_sees_the_client_on_this_box_and_io_threads_2_oversubscribed(sweep):
+    """Which setting wins is measured (a loaded machine can make io-threads 2 faster, or either
+    one client-bound, hence invalid); what the advisor derives from the cells is not: the box's
+    cores, the client on it, io-threads 2 plus the client's thread oversubscribing 2 cores, and a
+    sentence that starts with the recommendation and, for io-threads 1 over valid cells, says why not 2."""
     cores = len(SHARED_CPUS)
     proc = vkbench("advise", str(sweep), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     advice = json.loads(proc.stdout)["advice"]
     assert {a["command"] for a in advice} == {"SET", "GET"}
     for a in advice:
-        assert a["recommended"] == 1, a["sentence"]
+        assert a["recommended"] in (1, 2), a
+        assert {s["io_threads"] for s in a["settings"]} == {1, 2}
         assert a["client_on_box"] and a["server_cores"] == cores
-        # Why: io-threads 2 plus the client's thread need 3 cores of 2.
+        # io-threads 2 plus the client's thread need 3 cores of 2.
         assert {"code": "oversubscribed", "io_threads": 2} in [{k: w[k] for k in ("code", "io_threads")} for w in a["warnings"]]
-        assert a["sentence"].startswith("use io-threads 1 on this-box")
-        assert f"the client shares the machine's {cores} cores" in a["sentence"], a["sentence"]
-        assert "io-threads 2 oversubscribes them" in a["sentence"], a["sentence"]
+        assert a["sentence"].startswith(f"use io-threads {a['recommended']} on this-box"), a["sentence"]
+        if a["recommended"] == 1 and all(s["valid"] for s in a["settings"]):
+            # The sentence argues from io-threads 2 (an invalid setting would only be named as left out).
+            assert f"the client shares the machine's {cores} cores" in a["sentence"], a["sentence"]
+            assert "io-threads 2 oversubscribes them" in a["sentence"], a["sentence"]
     md = vkbench("advise", str(sweep), "--format", "markdown")
     assert md.returncode == 0 and "## io-threads advice" in md.stdout
 

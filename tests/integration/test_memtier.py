@@ -173,8 +173,9 @@ def test_memtier_failures_are_clear_and_fast(tmp_path):
     report = run_cells([wrong_password], tmp_path / "wrongpass", timeout=300)
     took = time.monotonic() - started
     assert "the server rejected the credentials: WRONGPASS" in str(report.outcomes[0].error)
-    # Deploy, preload, 1 repetition: seconds, not the 300 s timeout.
-    assert took < 30, f"took {took:.0f} s: the wrong password was not stopped early (timeout 300 s)"
+    # Deploy, preload, 1 repetition: seconds when quiet, not the 300 s timeout. The bound is half
+    # the timeout so that a loaded machine's slow deploy cannot fail it; waiting out the timeout does.
+    assert took < 150, f"took {took:.0f} s: the wrong password was not stopped early (timeout 300 s)"
 
 
 def test_gets_that_miss_make_the_cell_invalid(tmp_path):
@@ -227,6 +228,6 @@ def test_moved_noauth_and_refused_are_refused_with_their_reason(tmp_path):
             parse_tool_run(run.output, tool="memtier_benchmark", source="noauth")
     closed = dataclasses.replace(node, port=free_port())
     run, took = run_memtier(standalone, closed, spec.password)
-    assert took < 30
+    assert took < 60        # refused at once; run_tools' own timeout (120 s) is what this rules out
     with pytest.raises(ParseError, match="Connection refused"):
         parse_tool_run(run.output, tool="memtier_benchmark", source="refused")

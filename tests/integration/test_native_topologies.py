@@ -82,8 +82,9 @@ def assert_really_ready(deployment: Deployment, password: str, topology: Topolog
             fields = info(clients[replica.name], "replication")
             assert fields["role"] == "slave" and fields["master_link_status"] == "up", fields
             assert int(fields["master_port"]) == primary.port
-            # The primary pings its replicas every 10 s, which moves its offset; allow one catch-up.
-            deadline = time.monotonic() + 1.0
+            # The primary pings its replicas every 10 s, which moves its offset; wait for the catch-up
+            # (within a second when quiet; a loaded machine may delay the replica for longer).
+            deadline = time.monotonic() + 30.0
             while True:
                 primary_offset = info(clients[primary.name], "replication")["master_repl_offset"]
                 replica_offset = info(clients[replica.name], "replication")["slave_repl_offset"]

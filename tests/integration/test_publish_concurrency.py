@@ -16,16 +16,25 @@ from vkbench.history import HistoryStore  # noqa: E402
 PUBLISHERS = 4
 RUNS_EACH = 3
 
+#: The worker's hook also waits (bounded) until every publisher has reached its first commit:
+#: all then commit on the same tip, so the race is certain, not left to how the processes were
+#: scheduled (on a loaded machine they can start seconds apart and never meet).
 WORKER = r"""
-import json, sys
+import json, sys, time
 from pathlib import Path
 from vkbench.history.publish import publish
 
-results, remote, out = sys.argv[1], sys.argv[2], sys.argv[3]
+results, remote, out, publishers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+barrier = Path(out).parent / "barrier"
 
 def hook(root: Path) -> None:
     # what the workflow does before committing: write derived files into the same checkout
     (root / "history" / f"published-by-{Path(results).name}.txt").write_text("ok")
+    barrier.mkdir(exist_ok=True)
+    (barrier / Path(results).name).touch()
+    deadline = time.monotonic() + 300
+    while len(list(barrier.iterdir())) < publishers and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 report = publish([results], remote, "gh-pages", max_retries=30, backoff=0.05, max_backoff=0.5, before_commit=hook)
 Path(out).write_text(json.dumps(report.to_dict()))
@@ -48,16 +57,17 @@ def test_concurrent_publishers_land_every_run_once_with_linear_history(tmp_path)
             expected.add(run_id)
 
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path / f"results-{p}"), str(remote), str(tmp_path / f"report-{p}.json")],
+        subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path / f"results-{p}"), str(remote), str(tmp_path / f"report-{p}.json"),
+                          str(PUBLISHERS)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for p in range(PUBLISHERS)
     ]
     for proc in procs:
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
     reports = [json.loads((tmp_path / f"report-{p}.json").read_text()) for p in range(PUBLISHERS)]
     assert all(r["pushed"] for r in reports)
-    assert max(r["attempts"] for r in reports) > 1 or PUBLISHERS == 1     # they did collide
+    assert max(r["attempts"] for r in reports) > 1 or PUBLISHERS == 1     # they did collide (the barrier)
 
     checkout = tmp_path / "check"
     git("clone", "-q", "--branch", "gh-pages", str(remote), str(checkout))
@@ -77,7 +87,8 @@ def test_concurrent_publishers_land_every_run_once_with_linear_history(tmp_path)
     assert {p["run_id"] for p in store.read_series(get_sid)} == expected    # every run present
 
     # publishing the same results again changes nothing and makes no commit
-    again = subprocess.run([sys.executable, "-c", WORKER, str(tmp_path / "results-0"), str(remote), str(tmp_path / "again.json")],
+    again = subprocess.run([sys.executable, "-c", WORKER, str(tmp_path / "results-0"), str(remote), str(tmp_path / "again.json"),
+                            str(PUBLISHERS)],
                            capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again.json").read_text())["pushed"] is False

@@ -44,7 +44,11 @@ def test_standalone_cell_writes_a_valid_result_with_raw_output_and_no_password(t
     assert result["subject"]["build"]["id"].startswith("sha256:")
     assert set(result["summary"]) == {"SET", "GET"}
     assert result["summary"]["GET"]["rps"]["n"] == 2
-    assert all(rep["cpu"]["client_cores"] > 0 and rep["cpu"]["server_cores"] > 0 for rep in result["repetitions"])
+    # CPU use is recorded per repetition; summed over both, since one short repetition may fall
+    # under the kernel's accounting tick on a loaded machine.
+    assert all(rep["cpu"]["client_cores"] >= 0 and rep["cpu"]["server_cores"] >= 0 for rep in result["repetitions"])
+    assert sum(rep["cpu"]["client_cores"] for rep in result["repetitions"]) > 0
+    assert sum(rep["cpu"]["server_cores"] for rep in result["repetitions"]) > 0
     raw = tmp_path / result["repetitions"][0]["raw_output"]
     assert '"GET"' in raw.read_text()
     assert "-a '***'" in result["run"]["command_line"]

@@ -102,8 +102,9 @@ PROBE = textwrap.dedent("""
             return f"{type(exc).__name__}: {exc}"
 
     def slot_owners(endpoint, expected):
-        # Replicas show up in every node's CLUSTER SLOTS once gossip has spread them.
-        deadline = time.monotonic() + 15
+        # Replicas show up in every node's CLUSTER SLOTS once gossip has spread them (seconds when
+        # quiet; a loaded machine slows the cluster's cron, so the poll allows a minute).
+        deadline = time.monotonic() + 60
         while True:
             slots = ask(endpoint.host, endpoint.port, "CLUSTER", "SLOTS")
             if all(len(entry) - 2 == expected for entry in slots) or time.monotonic() > deadline:

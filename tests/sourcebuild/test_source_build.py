@@ -51,10 +51,11 @@ def test_short_sha_builds_once_with_the_code_recorded(base_build, valkey_url):
     assert meta["build_config"]["source_date_epoch"] == meta["code"]["commit_time"]
     version = subprocess.run([str(binary.path), "--version"], capture_output=True, text=True, check=True).stdout
     assert f"sha={full[:8]}" in version
-    # A second resolution is a cache hit: no fetch, no build.
+    # A second resolution is a cache hit: no fetch, no build (source "cache" says so; the time
+    # bound only rules out a rebuild, minutes, and leaves a loaded machine room).
     began = time.monotonic()
     again = resolve_server("valkey", BASE_COMMIT)
-    assert time.monotonic() - began < 10
+    assert time.monotonic() - began < 60
     assert again.build_id == binary.build_id and again.source == "cache"
 
 
