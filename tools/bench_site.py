@@ -263,6 +263,9 @@ def data_js_sizes(history: Path, entries: dict, runs: int, metrics: tuple[str, .
             with open(history / "series" / sid[:2] / sid / f"{month}.jsonl") as fh:
                 for line in fh:
                     p = json.loads(line)
+                    if i == len(per_run):  # the history holds more runs than ``runs`` (a nightly appended)
+                        per_run.append([])
+                        meta.append(None)
                     if meta[i] is None:
                         meta[i] = {"id": p["commit"], "url": p["workflow_run_url"], "timestamp": p["timestamp"]}
                     for m in metrics:
@@ -271,6 +274,7 @@ def data_js_sizes(history: Path, entries: dict, runs: int, metrics: tuple[str, .
                         per_run[i].append(json.dumps({"name": f"{names[sid]} {m}", "value": s["median"], "unit": unit,
                                                       "range": f"± {round((s['ci_high'] - s['ci_low']) / 2, 4)}"}, indent=2).replace("\n", "\n          "))
                     i += 1
+    runs = len(per_run)
     out = Counter()
     out.write('window.BENCHMARK_DATA = {\n  "lastUpdate": 1700000000000,\n  "repoUrl": "https://github.com/valkey-io/vkbench",\n  "entries": {\n    "Benchmark": [\n')
     for i in range(runs):

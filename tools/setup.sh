@@ -53,7 +53,7 @@ if [[ $with_tests == 1 ]]; then
   tools/setup/memtier.sh
   step "perf for CPU profiles (vkbench run --profile)"
   tools/setup/perf.sh
-  step "git, C toolchain and ccache for source builds (A/B, bisect)"
+  step "git, C toolchain and ccache for source builds (A/B, bisect); valgrind for instruction counts"
   tools/setup/build.sh
   step "podman + docker compose for the compose backend"
   tools/setup/containers.sh

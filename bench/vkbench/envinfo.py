@@ -2,7 +2,9 @@
 
 ``fingerprint_id`` hashes only what changes performance (CPU, cores, memory size, kernel,
 governor, THP, board, virtualization, image); a change of it inside a series starts a new
-segment, so detection never blames the code for a new kernel.
+segment, so detection never blames the code for a new kernel. The container engine is recorded
+(``container_runtime``, asked through its API, and ``container_runtime_probe`` saying whether that
+worked) but is not part of the id: a slow or failed probe must never start a new segment.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ import socket
 import subprocess
 from pathlib import Path
 
+from .engine_probe import probe_engine
+
 FINGERPRINT_FIELDS = (
     "arch", "cpu_model", "cores", "memory_bytes", "kernel", "cpufreq_governor", "thp",
-    "board_model", "virtualization", "container_runtime", "image",
+    "board_model", "virtualization", "image",
 )
+# Fields once hashed, now always hashed as null: ids of results recorded before stay what they were.
+_RETIRED_FIELDS = ("container_runtime",)
 
 
 def _read(path: str) -> str | None:
@@ -74,18 +80,6 @@ def _virtualization() -> str | None:
     return "vm" if " hypervisor" in flags else None
 
 
-def _container_runtime() -> str | None:
-    for tool in ("docker", "podman"):
-        if shutil.which(tool) and (tool == "podman" or os.environ.get("DOCKER_HOST") or Path("/var/run/docker.sock").exists()):
-            try:
-                out = subprocess.run([tool, "version", "--format", "{{.Server.Version}}"], capture_output=True, text=True, timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            if out.returncode == 0 and out.stdout.strip():
-                return f"{tool} {out.stdout.strip()}"
-    return None
-
-
 def _os_name() -> str | None:
     for line in (_read("/etc/os-release") or "").splitlines():
         if line.startswith("PRETTY_NAME="):
@@ -94,7 +88,8 @@ def _os_name() -> str | None:
 
 
 def fingerprint(*, probe_container_runtime: bool = False, image: str | None = None) -> dict:
-    """Collect the environment. ``probe_container_runtime`` asks docker/podman (slow-ish)."""
+    """Collect the environment. ``probe_container_runtime`` asks the engine's API (bounded by a few seconds)."""
+    engine = probe_engine() if probe_container_runtime else None
     env = {
         "arch": platform.machine(),
         "cpu_model": _cpu_model(),
@@ -106,7 +101,8 @@ def fingerprint(*, probe_container_runtime: bool = False, image: str | None = No
         "thp": _thp(),
         "board_model": _read("/proc/device-tree/model"),
         "throttled": _throttled(),
-        "container_runtime": _container_runtime() if probe_container_runtime else None,
+        "container_runtime": engine.runtime if engine else None,
+        "container_runtime_probe": (engine.problem or "ok") if engine else "not probed",
         "image": image or os.environ.get("ImageOS") or None,
         "virtualization": _virtualization(),
         "hostname_hash": hashlib.sha256(socket.gethostname().encode()).hexdigest()[:12],
@@ -117,4 +113,5 @@ def fingerprint(*, probe_container_runtime: bool = False, image: str | None = No
 
 def fingerprint_id(env: dict) -> str:
     stable = {k: env.get(k) for k in FINGERPRINT_FIELDS}
+    stable.update(dict.fromkeys(_RETIRED_FIELDS))
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]

@@ -14,7 +14,7 @@ from ..envinfo import fingerprint
 @click.command("env")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 @click.option("--container-runtime/--no-container-runtime", default=True, show_default=True,
-              help="Ask docker/podman for its version (slower).")
+              help="Ask the container engine's API (GET /version on DOCKER_HOST or the usual sockets) who it is; bounded, never part of fingerprint_id.")
 def env_cmd(as_json: bool, container_runtime: bool) -> None:
     """Print this machine's fingerprint (what every result records)."""
     env = fingerprint(probe_container_runtime=container_runtime)

@@ -486,13 +486,14 @@ def engine_arch(docker: Docker) -> str:
 
 def server_fingerprint(docker: Docker, container_id: str) -> dict:
     """The engine machine's fingerprint in the fields of :func:`vkbench.envinfo.fingerprint`."""
+    from ..engine_probe import probe_engine
     from ..envinfo import fingerprint_id
 
     fmt = "\t".join(["{{.Architecture}}", "{{.NCPU}}", "{{.MemTotal}}", "{{.KernelVersion}}", "{{.OperatingSystem}}",
-                     "{{.Name}}", "{{.ServerVersion}}"])
+                     "{{.Name}}"])
     info = docker.run("info", "--format", fmt, timeout=ENGINE_CHECK_TIMEOUT_S).stdout.strip().split("\t")
-    info += [""] * (7 - len(info))
-    arch, ncpu, memory, kernel, os_name, name, engine_version = info[:7]
+    info += [""] * (6 - len(info))
+    arch, ncpu, memory, kernel, os_name, name = info[:6]
     probe = docker.run("exec", container_id, "/bin/sh", "-c", _PROBE, timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
     seen = dict(line.split("=", 1) for line in probe.stdout.splitlines() if "=" in line)
     thp = seen.get("thp") or None
@@ -508,19 +509,12 @@ def server_fingerprint(docker: Docker, container_id: str) -> dict:
         "cpufreq_governor": seen.get("cpufreq_governor") or None,
         "thp": thp,
         "board_model": (seen.get("board_model") or "").strip("\x00") or None,
-        "container_runtime": f"{_engine_kind(docker)} {engine_version}" if engine_version else None,
+        **probe_engine().as_fields(),   # the engine names itself through its API, not through a CLI
         "hostname_hash": hashlib.sha256(name.encode()).hexdigest()[:12] if name else None,
         "engine_address": _engine_address(),
     }
     env["fingerprint_id"] = fingerprint_id(env)
     return env
-
-
-def _engine_kind(docker: Docker) -> str:
-    """podman or docker: podman's API names its first server component "Podman Engine"."""
-    done = docker.run("version", "--format", "{{(index .Server.Components 0).Name}}",
-                      timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
-    return "podman" if "podman" in done.stdout.lower() else "docker"
 
 
 def _engine_address() -> str | None:

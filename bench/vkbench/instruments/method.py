@@ -1,0 +1,72 @@
+"""The parameters of an instruction-count measurement: recorded in every result, so a change of
+method is visible (a segment boundary), never mistaken for a change of the server."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+
+#: What a cell can be measured by. ``wallclock`` is the default and stays out of cell ids.
+INSTRUMENTS = ("wallclock", "instructions", "both")
+
+#: libc's string routines in their baseline x86-64 (SSE2) variants: the AVX2/SSE4 variants cost a
+#: number of instructions that depends on where malloc placed the argument, the baseline ones
+#: much less. glibc 2.33+ names (2.36 here); "-AVX2_Usable" was the name before 2.33 and is
+#: ignored by newer glibc. Only x86-64 reads it; other architectures ignore the variable.
+GLIBC_TUNABLES_X86 = ("glibc.cpu.hwcaps=-AVX2,-AVX,-SSE4_1,-SSE4_2,-SSSE3,-AVX512F,-AVX512VL,-AVX512BW,-EVEX,"
+                      "-ERMS,-FSRM,-AVX_Fast_Unaligned_Load,-Fast_Unaligned_Load,-Fast_Unaligned_Copy,-BMI2,"
+                      "-MOVBE,-LZCNT")
+
+#: Timer-driven work: it scales with valgrind's slowdown (wall time), not with the requests, so
+#: its inclusive cost is subtracted from every window. activeExpireCycle also runs from
+#: beforeSleep (its fast mode) once per event-loop iteration, which depends on how requests
+#: batch; its calls from inside serverCron are already in serverCron's inclusive cost.
+TIMER_FUNCTIONS = ("serverCron", "activeExpireCycle")
+CRON_INTERNAL_CALLERS = ("serverCron", "databasesCron")
+
+
+@dataclass(frozen=True)
+class InstructionsMethod:
+    """How instructions were counted. ``to_dict`` goes into the result as ``instructions.method``."""
+
+    windows: int = 4                      # measured windows per command per server
+    window_requests: int = 20000          # requests of one window
+    servers: int = 3                      # fresh servers (measurements), one seed each
+    seed_base: int = 1                    # server i gets seed seed_base + i (same every night)
+    hz: int = 1
+    preload_keys: int | None = None       # None: the cell's keyspace
+    rehash_poll_rounds: int = 200         # bounded wait for the preload's incremental rehash
+    scalar_string_routines: bool = True
+    tool: str = "callgrind"
+    subtract: tuple[str, ...] = field(default=TIMER_FUNCTIONS)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["subtract"] = list(self.subtract)
+        data["glibc_tunables"] = GLIBC_TUNABLES_X86 if self.scalar_string_routines else None
+        data["seed_pinning"] = "bind mount over /dev/urandom in a private mount namespace (unshare -m)"
+        data["server_args"] = ["--hz", str(self.hz), "--dynamic-hz", "no"]
+        data["id"] = self.method_id()
+        return data
+
+    def method_id(self) -> str:
+        """A short digest of every parameter: two series with different ids are not comparable."""
+        data = asdict(self)
+        data["subtract"] = list(self.subtract)
+        digest = hashlib.sha256(repr(sorted(data.items())).encode()).hexdigest()[:10]
+        return f"callgrind-{digest}"
+
+
+def seed_bytes(seed: int, size: int = 64 * 1024) -> bytes:
+    """What /dev/urandom yields to a server started with ``seed``: SHA-256 in counter mode, the
+    same bytes for the same seed on every machine (the dict hash seed, the run id)."""
+    out = bytearray()
+    counter = 0
+    while len(out) < size:
+        out += hashlib.sha256(f"vkbench-seed:{seed}:{counter}".encode()).digest()
+        counter += 1
+    return bytes(out[:size])
+
+
+__all__ = ["INSTRUMENTS", "InstructionsMethod", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
+           "seed_bytes"]
