@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 from ..errors import PublishError
 from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
 from ..servers.source_build import sigterm_raises
-from .ingest import IngestReport, input_files, load_all
+from .ingest import IngestReport, ingest, input_files, load_all
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
@@ -162,7 +162,7 @@ def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries
         # the branch's content is outside input: a symlinked history (or a folder on the way)
         # would take the ingest out of the checkout
         check_no_symlink(root, root / history_subdir, "history")
-        report = HistoryStore(root / history_subdir).ingest(paths)
+        report = ingest(HistoryStore(root / history_subdir), paths)
         if before_commit is not None:
             before_commit(root)
         git("add", "-A")
