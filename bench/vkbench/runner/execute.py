@@ -66,6 +66,7 @@ class CellState:
     instructions: dict | None = None        # instrument instructions|both: instruments.valgrind.summarize
     board_before: dict | None = None        # envinfo.board_state() when the cell's first work began
     board_after: dict | None = None         # ... and when its last work ended
+    catalog_prepared: dict | None = None    # a catalog cell's preload and init commands (once)
 
 
 def new_password() -> str:
@@ -144,7 +145,16 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
     cell = state.cell
     if cell.workload and cell.workload.acl_user:
         preloading.create_acl_user(deployment, cell.workload.acl_user)
+    if cell.catalog is not None:       # every deployment (an interleaved run deploys once per round)
+        from .catalog_prepare import prepare_catalog_cell
+
+        prepared = prepare_catalog_cell(cell, deployment, tool, raw_dir=raw_dir,
+                                        timeout=ctx.repetition_timeout,
+                                        scrub=lambda t: _scrub(t, deployment.spec.password))
+        state.catalog_prepared = state.catalog_prepared or prepared
     reads = preloading.cell_reads(cell)
+    if cell.catalog is not None:
+        reads = False      # the spec's own preload wrote the keyspace; its key count is recorded above
     if cell.preload and cell.keyspace and reads:
         before = preloading.used_memory(deployment)
         written = preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell))
@@ -389,6 +399,9 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
                       "detail": str(getattr(tool, "path", ""))},
         },
         "dimensions": cell.dimensions(),
+        **({"catalog": {**cell.catalog.model_dump(mode="json", exclude={"preload", "init_commands"}),
+                        "preload_args": cell.catalog.preload, "init_command_count": len(cell.catalog.init_commands),
+                        "prepared": state.catalog_prepared}} if cell.catalog is not None else {}),
         "repetitions": state.repetitions,
         "summary": summarize_repetitions(state.repetitions),
         "environment": cell_environment(state, ctx),
