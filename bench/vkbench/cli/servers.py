@@ -24,7 +24,8 @@ def servers_group() -> None:
 @servers_group.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_cmd(as_json: bool) -> None:
-    """Every known server and tool: where it comes from, where it is, whether it is cached."""
+    """Every known server and tool: where it comes from, where it is, whether it is cached and
+    whether it runs on this machine ("usable here": probed; "?" until fetched)."""
     table_rows = rows()
     if as_json:
         click.echo(json.dumps({"cache": str(cache_dir()), "binaries": [r.as_dict() for r in table_rows],
@@ -36,12 +37,12 @@ def list_cmd(as_json: bool) -> None:
     table = Table(title=f"servers and tools (cache: {root})", box=box.SIMPLE_HEAD,
                   caption="relative paths are inside the cache" if with_paths else "paths: widen the terminal or use --json")
     # Short columns never wrap; the long ones fold.
-    for column in ("engine", "version", "binary", "source", "cached", "fetchable here"):
-        table.add_column(column, no_wrap=column != "fetchable here")
+    for column in ("engine", "version", "binary", "source", "cached", "usable here", "fetchable here"):
+        table.add_column(column, no_wrap=column not in ("fetchable here", "usable here"))
     if with_paths:
         table.add_column("path", overflow="fold")
     for r in table_rows:
-        cells = [r.engine, r.version, r.name, r.source, "yes" if r.cached else "no", r.fetchable]
+        cells = [r.engine, r.version, r.name, r.source, "yes" if r.cached else "no", r.usable_text, r.fetchable]
         if with_paths:
             cells.append(r.path[len(str(root)) + 1:] if r.path.startswith(f"{root}/") else r.path)
         table.add_row(*cells)

@@ -38,6 +38,7 @@ class IngestReport:
     files: int = 0                 # result files read (after de-duplication)
     added: int = 0                 # points appended to series
     skipped: int = 0               # points already in the history (same run_id, cell_id)
+    emulated: int = 0              # result files measured under emulation: kept out of every series
     results_copied: int = 0        # result files copied under runs/
     new_series: int = 0
     series: list[str] = field(default_factory=list)   # sids that received a point
@@ -119,12 +120,20 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
         new_points: dict[tuple[str, str], list[dict]] = {}
         series_meta: dict[str, tuple[dict, str | None]] = {}
         for path, result in loaded.values():
+            if result["environment"].get("emulation"):
+                # Numbers of an emulator (qemu-user on an x86 CI machine) are not the machine's:
+                # no series, so neither detection, the advisor's history nor the site sees them.
+                report.emulated += 1
+                continue
             month = month_of(result["run"]["timestamp"])
             for command in result["summary"]:
                 sid, dims = series_key(result, command)
                 series_meta.setdefault(sid, (dims, result["environment"].get("arch")))
                 new_points.setdefault((sid, month), []).append(point_from_result(result, command))
 
+        if report.emulated:
+            report.notes.append(f"{report.emulated} result file(s) measured under emulation were not added to any "
+                                "series (environment.emulation; validity flag 'emulated')")
         # 2a. shards: decide everything in memory first; every shard appended to is checked
         # against the index (a truncated shard never gets lines appended after its broken one)
         shard_writes: list[tuple[Path, bytes]] = []

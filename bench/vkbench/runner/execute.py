@@ -29,7 +29,7 @@ from .cpu import CpuSnapshot, server_cores_used
 from .process import run_tools
 from .tools import build_command, targets
 from .workdirs import make_workdir
-from .validity import _cpuset_size, check, client_thread_count
+from .validity import _cpuset_size, check, client_thread_count, emulated_validity
 
 ProgressFn = Callable[[str, Cell, int], None]   # (event, cell, repetition index)
 
@@ -65,6 +65,8 @@ class CellState:
     profile: dict | None = None
     memory: dict | None = None              # after the preload: keys, used_memory before/after, bytes_per_key
     instructions: dict | None = None        # instrument instructions|both: instruments.valgrind.summarize
+    board_before: dict | None = None        # envinfo.board_state() when the cell's first work began
+    board_after: dict | None = None         # ... and when its last work ended
     catalog_prepared: dict | None = None    # a catalog cell's preload and init commands (once)
 
 
@@ -357,8 +359,11 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
         validity = check(
             cell, repetitions=state.repetitions, keys_before_reads=state.keys_before_reads,
             shards=Topology.parse(cell.topology).shards, server_cpus=_server_cpus(cell, ctx),
-            throttled=ctx.environment.get("throttled"), failed_repetitions=len(state.failures),
+            throttled=_throttled_during(state, ctx), failed_repetitions=len(state.failures),
+            emulation=ctx.environment.get("emulation"),
         )
+    if cell.instrument == "instructions" and ctx.environment.get("emulation"):
+        validity = emulated_validity(validity, ctx.environment["emulation"])
     info = state.deployment_info
     tool = ctx.tool_paths[cell.tool]
     build = dict(info.get("build") or {}) or None
@@ -400,13 +405,31 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
                         "prepared": state.catalog_prepared}} if cell.catalog is not None else {}),
         "repetitions": state.repetitions,
         "summary": summarize_repetitions(state.repetitions),   # memtier's TOTALS: split_aggregate below
-        "environment": ctx.environment,
+        "environment": cell_environment(state, ctx),
         **({"server_environment": info["server_environment"]} if info.get("server_environment") else {}),
         "validity": validity,
         **({"profile": state.profile} if state.profile is not None else {}),
         **({"memory": state.memory} if state.memory is not None else {}),
         **({"instructions": state.instructions} if state.instructions is not None else {}),
     })
+
+
+def cell_environment(state: CellState, ctx: RunContext) -> dict:
+    """The run's fingerprint plus this cell's own board readings (before and after its work)."""
+    env = dict(ctx.environment)
+    board = dict(env.get("board") or {"model": env.get("board_model")})
+    if state.board_before is not None:
+        board["before"] = state.board_before
+    if state.board_after is not None:
+        board["after"] = state.board_after
+    env["board"] = board
+    return env
+
+
+def _throttled_during(state: CellState, ctx: RunContext) -> str | None:
+    """The first non-zero throttling value among the run's and the cell's readings, else the run's."""
+    readings = [ctx.environment.get("throttled")] + [(b or {}).get("throttled") for b in (state.board_before, state.board_after)]
+    return next((v for v in readings if v and v not in ("0x0", "0")), ctx.environment.get("throttled"))
 
 
 def _server_cpus(cell: Cell, ctx: RunContext) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..envinfo import fingerprint
+from ..envinfo import board_state, fingerprint
 from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError, UsageError, VkbenchError
 from ..matrix.model import Cell
 from ..results.io import write_result
@@ -126,8 +126,11 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     def attempt(state: CellState, count: int) -> None:
         if state.cell.cell_id in errors or state.cell.instrument == "instructions":
             return
+        if state.board_before is None:
+            state.board_before = board_state()[0]
         try:
             run_repetitions(state, ctx, count, progress)
+            state.board_after = board_state()[0]
         except (ServerStartError, BenchmarkFailedError, MissingBinaryError) as exc:
             errors[state.cell.cell_id] = exc
             if progress:
@@ -145,8 +148,11 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     for state in states:
         if state.cell.instrument == "wallclock" or state.cell.cell_id in errors:
             continue
+        if state.board_before is None:
+            state.board_before = board_state()[0]
         try:
             run_instructions(state, ctx, progress)
+            state.board_after = board_state()[0]
         except (ServerStartError, BenchmarkFailedError, MissingBinaryError) as exc:
             errors[state.cell.cell_id] = exc
             if progress:

@@ -50,6 +50,7 @@ def check(
     server_cpus: int | None,
     throttled: str | None,
     failed_repetitions: int = 0,
+    emulation: dict | None = None,
 ) -> dict:
     flags: list[dict] = []
     if failed_repetitions:
@@ -121,10 +122,28 @@ def check(
 
     if throttled and throttled not in ("0x0", "0"):
         flags.append(_flag("throttled", "invalid",
-                           f"the board reports throttling (vcgencmd get_throttled = {throttled}): the CPU clock was reduced",
+                           f"the board reports throttling or under-voltage (get_throttled = {throttled}, before or after "
+                           "the cell): the CPU clock was reduced",
                            "improve cooling or power supply; reboot to clear the flag"))
 
+    if emulation:
+        flags.append(emulated_flag(emulation))
+
     return {"valid": not any(f["severity"] == "invalid" for f in flags), "flags": flags}
+
+
+def emulated_flag(emulation: dict) -> dict:
+    """Numbers measured under emulation (qemu-user, full-system qemu) say nothing about the
+    emulated machine: invalid, so they stay out of every series, the advisor and detection."""
+    evidence = "; ".join(emulation.get("evidence") or []) or "no detail"
+    return _flag("emulated", "invalid",
+                 f"measured under {emulation.get('kind', 'emulation')} emulation ({evidence}): the numbers measure the "
+                 "emulator, not the machine",
+                 "run on the real machine (a Raspberry Pi, an arm64 VM); emulated runs only check that the path works")
+
+
+def emulated_validity(validity: dict, emulation: dict) -> dict:
+    return {"valid": False, "flags": [*validity.get("flags", []), emulated_flag(emulation)]}
 
 
 def _get_hit_ratio(repetitions: list[dict]) -> float | None:

@@ -130,6 +130,22 @@ def install_entry(staged: Path, engine: str, version: str, meta: dict, root: Pat
     return final
 
 
+def update_meta(entry: Path, changes: dict) -> dict:
+    """Merge ``changes`` into an entry's ``meta.json`` (atomically: a reader sees old or new)."""
+    meta = {**(read_meta(entry) or {}), **changes}
+    fd, tmp = tempfile.mkstemp(dir=entry, prefix=".meta-")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, entry / META)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return meta
+
+
 def list_entries(root: Path | None = None) -> list[tuple[str, str, Path, dict]]:
     """(engine, version, entry dir, meta) of every complete entry."""
     base = root or cache_dir()

@@ -33,7 +33,8 @@ class DebianRelease:
     """Debian packages to download and unpack (never installed) for one release."""
 
     packages: tuple[str, ...]     # packages whose upstream version must equal the release version
-    libraries: tuple[str, ...]    # shared libraries unpacked into lib/ (any version of the suite)
+    libraries: tuple[str, ...]    # shared libraries unpacked into lib/ (any version of the suite); more come
+                                  # from `apt-cache depends` at fetch time (debian.library_packages)
     suite: str                    # for messages only; the side source list has both suites
 
 
@@ -70,8 +71,9 @@ def release_build_config(engine: str, version: str) -> dict | None:
     return {"id": f"release-{rel.fetcher}-{rel.malloc}", "malloc": rel.malloc, "unknown": UNKNOWN_BUILD_FIELDS}
 
 DEBIAN: dict[tuple[str, str], DebianRelease] = {
-    ("valkey", "8.0.1"): DebianRelease(("valkey-server", "valkey-tools"), ("liblzf1", "libjemalloc2"), "bookworm-backports"),
-    ("redis", "7.0.15"): DebianRelease(("redis-server", "redis-tools"), ("liblzf1", "libjemalloc2"), "bookworm"),
+    ("valkey", "8.0.1"): DebianRelease(("valkey-server", "valkey-tools"), ("liblzf1", "libjemalloc2", "libatomic1"),
+                                      "bookworm-backports"),
+    ("redis", "7.0.15"): DebianRelease(("redis-server", "redis-tools"), ("liblzf1", "libjemalloc2", "libatomic1"), "bookworm"),
 }
 
 # Client tools: which release provides them. valkey-benchmark/-cli 8.0.1 work against every

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MissingBinaryError
-from . import cache
-from .binary import probe_version
-from .catalog import DEBIAN, release
+from . import cache, runs_here
+from .catalog import DEBIAN, DebianRelease, release
 
 Progress = Callable[[str], None]
 
@@ -119,15 +118,19 @@ def _compare(a: str, b: str) -> int:
     return 0 if a == b else -1
 
 
-def available_versions(state: Path, package: str) -> list[str]:
-    """Debian versions of ``package`` in the side lists, newest first."""
+def available_versions(state: Path, package: str, suite: str | None = None) -> list[str]:
+    """Debian versions of ``package`` in the side lists (only ``suite``'s when given and it has
+    one), newest first."""
     out = _run(["apt-cache", *apt_options(state), "madison", package], f"apt-cache madison {package}")
-    versions = {line.split("|")[1].strip() for line in out.splitlines() if line.count("|") >= 2}
+    rows = [[part.strip() for part in line.split("|")] for line in out.splitlines() if line.count("|") >= 2]
+    # The third column: "<mirror> <suite>/<component> <arch> Packages".
+    in_suite = {r[1] for r in rows if suite and len(r[2].split()) > 1 and r[2].split()[1].split("/")[0] == suite}
+    versions = in_suite or {r[1] for r in rows}
     return sorted(versions, key=functools.cmp_to_key(_compare), reverse=True)
 
 
-def pick_version(state: Path, package: str, wanted_upstream: str | None) -> str:
-    versions = available_versions(state, package)
+def pick_version(state: Path, package: str, wanted_upstream: str | None, suite: str | None = None) -> str:
+    versions = available_versions(state, package, suite)
     matching = [v for v in versions if wanted_upstream is None or upstream(v) == wanted_upstream]
     if not matching:
         raise MissingBinaryError(
@@ -135,6 +138,34 @@ def pick_version(state: Path, package: str, wanted_upstream: str | None) -> str:
             hint="pick a version `vkbench servers list` shows as fetchable, or pass a path to a binary",
         )
     return matching[0]
+
+
+#: Never unpacked beside the binaries: the C library must be the machine's own (its loader).
+_NEVER_UNPACKED = ("libc6",)
+
+
+def library_packages(state: Path, recipe: DebianRelease) -> list[str]:
+    """The shared-library packages the release's packages depend on (``apt-cache depends``; e.g.
+    libatomic1, which a minimal system lacks), plus the recipe's own list; libc6 excepted."""
+    out = _run(["apt-cache", *apt_options(state), "depends", "--important", *recipe.packages],
+               f"apt-cache depends {' '.join(recipe.packages)}")
+    return sorted(set(recipe.libraries) | set(parse_depends(out)))
+
+
+def parse_depends(text: str) -> list[str]:
+    """Library packages named by ``Depends:``/``PreDepends:`` lines of ``apt-cache depends``
+    (alternatives, the indented lines under a dependency, are not taken)."""
+    names = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if not 1 <= indent <= 2 or ":" not in stripped:      # 0: a package; 4: an alternative's provider
+            continue
+        kind, name = (part.strip() for part in stripped.split(":", 1))
+        name = name.strip("<>").split(":", 1)[0]
+        if kind.lstrip("|") in ("Depends", "PreDepends") and name.startswith("lib") and name not in _NEVER_UNPACKED:
+            names.append(name)
+    return names
 
 
 def _library_dir(unpacked: Path) -> Path | None:
@@ -149,7 +180,9 @@ def fetch(engine: str, version: str, root: Path | None = None, progress: Progres
         raise MissingBinaryError(f"{engine} {version} is not packaged for Debian here", hint="see `vkbench servers list`")
     state = update_lists(root, progress)
     pins = [f"{p}={pick_version(state, p, version)}" for p in recipe.packages]
-    pins += [f"{p}={pick_version(state, p, None)}" for p in recipe.libraries]
+    # Libraries from bookworm itself: a backported libsystemd0 would expect newer libraries than
+    # the machine's own (only the server packages come from backports).
+    pins += [f"{p}={pick_version(state, p, None, 'bookworm')}" for p in library_packages(state, recipe)]
     with cache.staging(root) as staged:
         debs, unpacked, entry = staged / "debs", staged / "root", staged / "entry"
         debs.mkdir()
@@ -172,12 +205,14 @@ def fetch(engine: str, version: str, root: Path | None = None, progress: Progres
         if libs is not None:
             shutil.copytree(libs, entry / "lib", symlinks=True)
         server = entry / "bin" / rel.binaries[0]
-        found_version, output = probe_version(server, {**os.environ, **cache.library_env(entry)})
-        if found_version != version:
+        probe = runs_here.probe(server, {**os.environ, **cache.library_env(entry)})
+        if probe.version != version:
+            why = probe.explanation() if not probe.runs else f"it reports version {probe.version}"
             raise MissingBinaryError(
-                f"the unpacked {server.name} does not run here: {output[-400:]}",
+                f"the unpacked {server.name} does not run here: {why}",
                 hint="these binaries are linked against Debian bookworm libraries (glibc 2.36, libssl3, "
                 "libsystemd0); use a bookworm-compatible runner or pass a path to a binary",
             )
-        meta = {"engine": engine, "version": version, "source": "debian", "detail": "Debian " + ", ".join(pins)}
+        meta = {"engine": engine, "version": version, "source": "debian", "detail": "Debian " + ", ".join(pins),
+                "probed_on": runs_here.machine_identity()}
         return cache.install_entry(entry, engine, version, meta, root)

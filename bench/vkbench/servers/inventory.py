@@ -8,7 +8,7 @@ import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import cache, memtier_build, source_build
+from . import cache, memtier_build, runs_here, source_build
 from .binary import probe_version
 from .catalog import RELEASES, SERVER_NAMES, TOOLS, known_versions
 from .resolve import env_name
@@ -24,9 +24,30 @@ class Row:
     path: str          # where it is (or would be) in the cache
     cached: bool
     fetchable: str     # "yes (...)" / "no: ..."
+    usable: bool | None = None   # runs on this machine (probed); None = not known (not cached)
+    usable_detail: str = "not cached: probed when fetched"
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def usable_text(self) -> str:
+        if self.usable is None:
+            return "?"
+        return "yes" if self.usable else f"no: {self.usable_detail}"
+
+
+def usability(path: Path, entry: Path | None = None) -> tuple[bool | None, str]:
+    """Whether the binary at ``path`` runs here: the cache's record of a probe on this machine,
+    else a probe now (``--version``, about 10 ms)."""
+    if not path.is_file():
+        return None, "not cached: probed when fetched"
+    meta = cache.read_meta(entry) if entry is not None else None
+    if meta is not None and runs_here.probed_here(meta):
+        return True, "probed on this machine when fetched"
+    env = {**os.environ, **cache.library_env(entry)} if entry is not None else None
+    result = runs_here.probe(path, env)
+    return result.runs, ("runs here (probed now)" if result.runs else result.explanation())
 
 
 def _can_fetch(fetcher: str) -> str:
@@ -59,16 +80,19 @@ def rows() -> list[Row]:
         if (engine, version) not in known and engine in SERVER_NAMES:
             path = entry / "bin" / SERVER_NAMES[engine]
             out.append(Row("server", engine, SERVER_NAMES[engine], version, meta.get("source", "?"), str(path),
-                           path.is_file(), _can_fetch("source-build")))
+                           path.is_file(), _can_fetch("source-build"), *usability(path, entry)))
     return out
 
 
 def _row(kind: str, engine: str, name: str, version: str, fetcher: str, override: str | None) -> Row:
     if override:
-        return Row(kind, engine, name, version, "path", override, os.path.isfile(override), "overridden by env")
-    path = cache.entry_dir(engine, version) / "bin" / name
+        return Row(kind, engine, name, version, "path", override, os.path.isfile(override), "overridden by env",
+                   *usability(Path(override)))
+    entry = cache.entry_dir(engine, version)
+    path = entry / "bin" / name
     cached = cache.cached_binary(engine, version, name) is not None
-    return Row(kind, engine, name, version, fetcher, str(path), cached, _can_fetch(fetcher))
+    usable = usability(path, entry) if cached else (None, "not cached: probed when fetched")
+    return Row(kind, engine, name, version, fetcher, str(path), cached, _can_fetch(fetcher), *usable)
 
 
 def _memtier_row(name: str, override: str | None) -> Row:
@@ -77,17 +101,19 @@ def _memtier_row(name: str, override: str | None) -> Row:
     if override:
         found_version, _ = probe_version(Path(override)) if os.path.isfile(override) else (None, "")
         return Row("tool", "memtier", name, found_version or "?", "path", override, os.path.isfile(override),
-                   "overridden by env")
+                   "overridden by env", *usability(Path(override)))
     cached = cache.cached_binary("memtier", version, name)
     missing = memtier_build.missing_build_tools()
     fetchable = (f"no: needs {', '.join(missing)} (tools/setup/memtier.sh)" if missing
                  else f"builds from {memtier_build.source()}")
     if cached is not None:
-        return Row("tool", "memtier", name, version, "source-build", str(cached[0]), True, fetchable)
+        return Row("tool", "memtier", name, version, "source-build", str(cached[0]), True, fetchable,
+                   *usability(cached[0], cache.entry_dir("memtier", version)))
     on_path = shutil.which(name)
     if on_path:
         found_version, _ = probe_version(Path(on_path))
-        return Row("tool", "memtier", name, found_version or "?", "path", on_path, True, "on PATH")
+        return Row("tool", "memtier", name, found_version or "?", "path", on_path, True, "on PATH",
+                   found_version is not None, "runs here (probed now)" if found_version else "`--version` failed")
     return Row("tool", "memtier", name, version, "source-build",
                str(cache.entry_dir("memtier", version) / "bin" / name), False, fetchable)
 

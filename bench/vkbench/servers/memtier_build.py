@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import MissingBinaryError
-from . import cache
+from . import cache, runs_here
 from .binary import probe_version
 from .source_build import run_in_group, sigterm_raises
 
@@ -138,7 +138,7 @@ def fetch(root: Path | None = None, progress: Progress | None = None) -> Path:
             raise MissingBinaryError(f"the built memtier_benchmark does not run: {output[-300:]}", hint=f"see {log}")
         meta = {
             "engine": "memtier", "version": MEMTIER_VERSION, "source": "source-build", "sha256": MEMTIER_SHA256,
-            "patches": applied,
+            "patches": applied, "probed_on": runs_here.machine_identity(),
             "detail": f"memtier_benchmark {MEMTIER_VERSION} built from {origin} (sha256 {MEMTIER_SHA256[:12]}..., "
                       f"patches: {', '.join(applied) or 'none'}; reports {version})",
         }

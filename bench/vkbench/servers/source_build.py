@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import MissingBinaryError
-from . import cache
+from . import cache, runs_here
 from .binary import probe_version
 from .gitmirror import Mirror, git, redact
 
@@ -323,6 +323,7 @@ def build_commit(mirror: Mirror, commit: str, ref: str, config: BuildConfig, *, 
                                  "ccache": ccache_enabled()},
                 "symbols": has_symbols(installed),
                 "build_s": build_s,
+                "probed_on": runs_here.machine_identity(),
                 "detail": f"git {redact(mirror.url)} {ref} @ {commit} (reports {version}, MALLOC={config.malloc})",
             }
             return cache.install_entry(staged / "entry", "valkey", name, meta, base)

