@@ -15,7 +15,8 @@ repository, packs it with ``git gc`` and prints one row:
 Usage:
     .venv/bin/python tools/sim_history.py --series 16 --nights 60
     .venv/bin/python tools/sim_history.py --series 160 --nights 30 --every 10 --json
-    extra publish options go after ``--``:  tools/sim_history.py --series 16 --nights 30 -- --site-branch gh-pages
+    .venv/bin/python tools/sim_history.py --series 16 --nights 60 --branch vkbench-data --site-branch gh-pages
+    extra publish options go after ``--``:  tools/sim_history.py --series 16 --nights 30 -- --full-fetch
 
 Keep it out of the test suite: it is a measurement (minutes at the larger scales).
 """
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=10, help="print a row every N nights")
     parser.add_argument("--raw-bytes", type=int, default=3000, help="raw output per cell (0: none)")
     parser.add_argument("--branch", default="gh-pages")
-    parser.add_argument("--data-branch", default=None, help="also measure this branch (with publish --data-branch)")
+    parser.add_argument("--site-branch", default=None, help="publish the site alone on this branch, the history on --branch (publish --site-branch)")
     parser.add_argument("--dir", type=Path, default=None, help="keep the bare repository here (default: a temporary one)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print rows as JSON lines")
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if not bare.exists():
         git("init", "-q", "--bare", str(bare))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "bench") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    header = f"{'night':>5} {'points':>7} {'files':>7} {'tree MB':>8} {'site MB':>8} {'largest file':>30} {'pack MB':>8} {'B/point':>8} {'publish s':>9}"
+    header = f"{'night':>5} {'points':>7} {'files':>7} {'tree MB':>8} {'site MB':>8} {'largest file':>30} {'pack MB':>8} {'B/point':>8} {'pages MB':>8} {'data B/pt':>9} {'publish s':>9}"
     if not args.json:
         print(f"# {cells * 2} series ({cells} cells), {args.nights} nights, raw {args.raw_bytes} B/cell, publish {' '.join(extra) or '(defaults)'}")
         print(header)
@@ -193,32 +194,35 @@ def main(argv: list[str] | None = None) -> int:
             write_night(results, cells, night, rng, args.raw_bytes)
             started = time.monotonic()
             subprocess.run([sys.executable, "-m", "vkbench", "publish", str(results), "--repo-dir", str(bare),
-                            "--branch", args.branch, "--detect", "--site-out", "site", "--no-reference", *extra],
+                            "--branch", args.branch, "--detect", "--site-out", "site", "--no-reference",
+                            *(["--site-branch", args.site_branch] if args.site_branch else []), *extra],
                            check=True, env=env, capture_output=True, text=True)
             elapsed = time.monotonic() - started
             if (night + 1) % args.every and night + 1 != args.nights:
                 continue
-            branches = [args.branch] + ([args.data_branch] if args.data_branch else [])
+            branches = [args.site_branch or args.branch] + ([args.branch] if args.site_branch else [])
             stats = [tree_stats(bare, b, "site") for b in branches]
-            data_branch = args.data_branch or args.branch
-            points = points_in(bare, data_branch, "history")
+            points = points_in(bare, args.branch, "history")
             pack = pack_bytes(bare)
             row = {
                 "night": night + 1, "series": cells * 2, "points": points,
                 "files": sum(s["files"] for s in stats), "tree_bytes": sum(s["bytes"] for s in stats),
-                "site_bytes": stats[0]["site_bytes"] if not args.data_branch else stats[0]["bytes"],
+                "site_bytes": stats[0]["site_bytes"],
+                "pages_tree_bytes": stats[0]["bytes"],
                 "largest": max((s["largest"] for s in stats), key=lambda x: x[1]),
                 "pack_bytes": pack, "pack_bytes_per_point": round(pack / max(points, 1)),
                 "publish_seconds": round(elapsed, 2),
             }
-            if args.data_branch:
-                row["pages_pack_bytes"] = pack_bytes(bare, [args.branch])
+            if args.site_branch:
+                row["data_pack_bytes"] = pack_bytes(bare, [args.branch])
+                row["data_pack_bytes_per_point"] = round(row["data_pack_bytes"] / max(points, 1))
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
                 largest = f"{row['largest'][0][-22:]} {row['largest'][1] / 1e3:.0f}k"
                 print(f"{row['night']:>5} {points:>7} {row['files']:>7} {row['tree_bytes'] / 1e6:>8.2f} {row['site_bytes'] / 1e6:>8.2f} "
-                      f"{largest:>30} {pack / 1e6:>8.2f} {row['pack_bytes_per_point']:>8} {elapsed:>9.2f}", flush=True)
+                      f"{largest:>30} {pack / 1e6:>8.2f} {row['pack_bytes_per_point']:>8} {row['pages_tree_bytes'] / 1e6:>8.2f} "
+                      f"{row.get('data_pack_bytes_per_point', '-'):>9} {elapsed:>9.2f}", flush=True)
     except subprocess.CalledProcessError as err:
         print(f"publish failed on night {night + 1}: {err.stderr or err.stdout}", file=sys.stderr)
         return 1
