@@ -49,7 +49,15 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
                 reference_dir, no_reference, full_site, site_branch, keep_raw_days, keep_results_days, shallow, workdir, as_json):
     """Ingest RESULTS into the history on BRANCH and push (safe with concurrent publishers)."""
     from ..history.publish import publish
+    from ..paths import check_apart, check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
 
+    # every name from a flag is checked before anything is read or written
+    check_branch_name(branch)
+    check_repo_arg(repo_dir)
+    safe_subpath(history_subdir, "--history-subdir")
+    if site_out:
+        safe_subpath(site_out, "--site-out")
+        check_apart(Path("/checkout") / site_out, Path("/checkout") / history_subdir, "--site-out")
     build_site = _site_builder() if site_out else None
     if site_out and build_site is None:
         warnings.warn("vkbench.site.build.build_site is not available: --site-out skipped", stacklevel=1)
@@ -77,6 +85,7 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
 
             click.echo(retain(history, keep_raw_days=keep_raw_days, keep_results_days=keep_results_days).summary(), err=True)
         if build_site is not None:
+            check_no_symlink(root, root / site_out, "site")   # the branch may carry a symlinked site folder
             site = build_site(history, root / site_out, reference_dir=reference_dir, full=full_site)
             click.echo(site.summary(), err=True)
 

@@ -28,6 +28,7 @@ from typing import Iterable
 from ..results.io import load_result, result_files
 from .series import month_of, point_from_result, series_key, sort_key
 from ..errors import ResultFileError
+from ..paths import check_no_symlink
 from .store import HistoryStore, commit_staged, discard_staged, parse_jsonl, series_entry, shard_digest, stage_bytes
 
 
@@ -93,7 +94,12 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
     raw_dirs = {key: _checked_raw_dir(path, result["run"]["cell_id"]) for key, (path, result) in loaded.items()}
     report = IngestReport(files=len(loaded))
 
+    destinations = _destinations(store, loaded.values())
     with store.lock():
+        # before the first write: no folder on the way to any destination is a symlink (a
+        # commit on gh-pages can carry one; it would take the copies outside the history)
+        for dest, what in destinations:
+            check_no_symlink(store.path, dest, what)
         recovered = store.recover()   # an interrupted ingest: completed or discarded, else exit 7
         if recovered:
             report.notes.append(recovered)
@@ -198,6 +204,23 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             store.write_index(index)
         store.write_format()
     return report
+
+
+def _destinations(store: HistoryStore, loaded) -> list[tuple[Path, str]]:
+    """Every file an ingest of ``loaded`` may write, with what it is (for the message)."""
+    out: list[tuple[Path, str]] = [(store.path / "series", "series folder"), (store.path / "runs", "runs folder"),
+                                   (store.path / "fingerprints", "fingerprints folder")]
+    for _path, result in loaded:
+        run = result["run"]
+        month = month_of(run["timestamp"])
+        run_dir = store.run_dir(month, run["run_id"])
+        out.append((run_dir / f"{run['cell_id']}.json", "result copy"))
+        out.append((run_dir / f"{run['cell_id']}.raw", "raw-output copy"))
+        out.append((store.fingerprint_path(result["environment"]["fingerprint_id"]), "fingerprint"))
+        for command in result["summary"]:
+            sid, _dims = series_key(result, command)
+            out.append((store.shard_path(sid, month), "series shard"))
+    return out
 
 
 def _update_entry(entry: dict, points: list[dict]) -> None:

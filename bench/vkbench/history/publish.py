@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import PublishError
+from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
+from ..servers.source_build import sigterm_raises
 from .ingest import IngestReport, input_files, load_all
 from .store import HistoryStore
 
@@ -113,11 +115,24 @@ def publish(
     ``site_branch`` only ``<site_subdir>/`` (what the browser loads); both are pushed in one
     atomic push, so either both land or neither does (docs/history-format.md, "Branches").
     """
+    # names from flags are checked here too (the library is called without the CLI as well):
+    # a branch that git would read as an option or a forced refspec, a remote that starts with
+    # '-', a history folder outside the checkout
+    check_branch_name(branch)
+    safe_subpath(history_subdir, "--history-subdir")
     if site_branch is not None:
+        check_branch_name(site_branch)
         _check_site_split(branch, site_branch, history_subdir, site_subdir)
+    remote_str = check_repo_arg(str(remote))
     paths = input_files(results)
     load_all(paths)                             # every file valid before any git work
-    remote_str = str(remote)
+    with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
+        return _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir,
+                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow)
+
+
+def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
+             site_branch, site_subdir, shallow):
     in_place = is_worktree(remote_str)
     temp = None
     if in_place:
@@ -135,12 +150,13 @@ def publish(
             root = Path(workdir)
         root.mkdir(parents=True, exist_ok=True)
         git = _Git(root)
-        git("init", "-q")
-        if git("remote", check=False).stdout.split().count("origin"):
-            git("remote", "set-url", "origin", remote_str)
-        else:
-            git("remote", "add", "origin", remote_str)
     try:
+        if not in_place:
+            git("init", "-q")
+            if git("remote", check=False).stdout.split().count("origin"):
+                git("remote", "set-url", "--", "origin", remote_str)
+            else:
+                git("remote", "add", "--", "origin", remote_str)
         layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place)
         return _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for)
     finally:
@@ -184,9 +200,13 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
     while True:
         attempt += 1
         _reset_to_remote(git, branch, ref, shallow=layout.shallow)
+        # the branch's content is outside input: a symlinked history (or a folder on the way)
+        # would take the ingest out of the checkout
+        check_no_symlink(root, root / layout.history_subdir, "history")
         site_parent = None
         if layout.site_branch is not None:
             site_parent = _checkout_site(git, root, layout)
+            check_no_symlink(root, root / layout.site_subdir, "site")
         report = HistoryStore(root / layout.history_subdir).ingest(paths)
         if before_commit is not None:
             before_commit(root)

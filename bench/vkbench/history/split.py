@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import PublishError
+from ..paths import check_branch_name, check_repo_arg, safe_subpath
 from .publish import AUTHOR, _Git
 from .store import HistoryStore
 
@@ -55,6 +56,10 @@ def count_points(history: Path) -> tuple[int, int]:
 def split_history(remote: str, *, source_branch: str = "gh-pages", data_branch: str = "vkbench-data",
                   history_subdir: str = "history", dry_run: bool = False) -> SplitReport:
     """Split ``history_subdir`` of ``source_branch`` off onto ``data_branch`` (see module doc)."""
+    check_branch_name(source_branch)
+    check_branch_name(data_branch)
+    safe_subpath(history_subdir, "--history-subdir")
+    remote = check_repo_arg(str(remote))
     if data_branch == source_branch:
         raise PublishError("the data branch must differ from the Pages branch", hint="e.g. --data-branch vkbench-data")
     temp = Path(tempfile.mkdtemp(prefix="vkbench-split-"))

@@ -34,6 +34,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from ..paths import check_apart
 from ..errors import MissingBinaryError
 from .compact import Dictionary, compact_value, dumps, epoch, loads, write
 from .history_reader import History, open_history, point_order
@@ -210,8 +211,11 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
     Raises :class:`ResultFileError` for a missing or corrupt history, :class:`MissingBinaryError`
     when the package's vendored uPlot is missing or damaged.
     """
-    history: History = open_history(Path(history_dir))
     out_dir = Path(out_dir)
+    # the site's folders are replaced on success: a site that is, holds or sits in the history
+    # would replace or mix with it
+    check_apart(out_dir, Path(history_dir), "--out")
+    history: History = open_history(Path(history_dir))
     detect = history.detect()
     # Every shard hashed and checked against index.json before anything is built: an edit that
     # kept a shard's size is refused here (exit 7 naming it), and the hashes tell the
