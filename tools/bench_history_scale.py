@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from vkbench.detect.runner import run_detection  # noqa: E402
 from vkbench.history.series import month_of, series_key  # noqa: E402
-from vkbench.history.store import HistoryStore, series_entry, write_bytes_atomic, write_json  # noqa: E402
+from vkbench.files import write_bytes_atomic, write_json  # noqa: E402
+from vkbench.history.ingest import ingest  # noqa: E402
+from vkbench.history.store import HistoryStore, series_entry  # noqa: E402
 from vkbench.results.io import validate_result  # noqa: E402
 from vkbench.stats import summarize  # noqa: E402
 
@@ -156,11 +158,11 @@ def main(argv=None) -> int:
 
     one = sorted(incoming.glob("*.json"))[:1]
     t = time.perf_counter()
-    report = store.ingest(one)
+    report = ingest(store, one)
     t_one = time.perf_counter() - t
     print(f"ingest one result file (1 cell, {report.added} points):           {t_one:6.2f} s")
     t = time.perf_counter()
-    report = store.ingest([incoming])
+    report = ingest(store, [incoming])
     t_run = time.perf_counter() - t
     print(f"ingest one nightly run ({args.cells} files, {report.added} new points): {t_run:6.2f} s (goal <= 2 s)")
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as st
 
-from .alerts import markdown as md
+from . import markdown as md
 from .errors import UsageError
 from .history.series import describe, sid_of
-from .history.store import write_json, write_bytes_atomic
+from .files import write_bytes_atomic, write_json
 from .matrix.expand import expand_matrix, load_matrix
 from .matrix.model import Cell
 from .repolinks import commit_url
@@ -122,13 +122,13 @@ class ABReport:
             f"{self.rounds} interleaved rounds (ABAB) on one machine; MDE reached "
             f"{_pct(self.mde)} (target {_pct(self.target_mde)}).",
             "",
-            "| cell | command | base rps | candidate rps | change | 95% interval | MDE | verdict |",
-            "|---|---|---:|---:|---:|---|---:|---|",
         ]
+        cells = []
         for r in self.rows:
             interval = f"{_pct(r.ci_low)} .. {_pct(r.ci_high)}" if r.ci_low is not None else "n/a"
-            lines.append(f"| {md.text(r.cell)} | {md.text(r.command)} | {r.base_rps:,.0f} | {r.candidate_rps:,.0f} | "
-                         f"{_pct(r.change, sign=True)} | {interval} | {_pct(r.mde)} | {md.text(r.verdict)} |")
+            cells.append([md.text(r.cell), md.text(r.command), f"{r.base_rps:,.0f}", f"{r.candidate_rps:,.0f}",
+                          _pct(r.change, sign=True), interval, _pct(r.mde), md.text(r.verdict)])
+        lines += md.table(["cell", "command", "base rps", "candidate rps", "change", "95% interval", "MDE", "verdict"], "llrrrlrl", cells)
         for warning in self.warnings:
             lines.append(f"\n> warning: {md.text(warning)}")
         return "\n".join(lines) + "\n"

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from . import markdown as md
 from .errors import UsageError
 from .results.io import load_result, result_files
 from .stats import compare_samples
@@ -404,12 +405,10 @@ def to_markdown(advice: list[Advice]) -> str:
         return ""
     lines = ["## io-threads advice", ""]
     for a in advice:
-        lines.append(f"**{a.machine_class} · {a.label}**: {a.sentence}.")
+        lines.append(f"**{md.text(a.machine_class)} · {md.text(a.label)}**: {md.text(a.sentence)}.")
         lines.append("")
-        lines.append("| io-threads | rps [95% CI] | latency [95% CI] | vs best | notes |")
-        lines.append("|---:|---:|---:|---:|---|")
-        for row in evidence_rows(a):
-            lines.append("| " + " | ".join(row) + " |")
+        lines += md.table(["io-threads", "rps [95% CI]", "latency [95% CI]", "vs best", "notes"], "rrrrl",
+                          ([*row[:4], md.text(row[4])] for row in evidence_rows(a)))
         lines.append("")
     lines.append("The smallest io-threads whose throughput is within noise of the best is recommended "
                  "(Welch's t-test on the repetitions, p < 0.05 and at least 2%; single published figures: 5%).")

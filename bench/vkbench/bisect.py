@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .ab import ABOptions, ABReport, Row, commit_markdown, require_on_branch, run_ab
-from .alerts import markdown as md
+from . import markdown as md
 from .errors import UsageError
-from .history.store import write_bytes_atomic, write_json
+from .files import write_bytes_atomic, write_json
 from .servers import source_build
 from .servers.gitmirror import Mirror, redact
 
@@ -81,14 +81,15 @@ class BisectReport:
             interval = f" (95% interval {low * 100:+.1f}% .. {high * 100:+.1f}%)" if low is not None and high is not None else ""
             lines.append(f"**Culprit:** {commit_markdown(self.url, self.culprit)} {md.text(self.culprit_subject)}: "
                          f"{(self.effect or 0) * 100:+.1f}% on {md.text(self.measure)}{interval}.")
-        lines += ["", f"{len(self.steps)} A/B steps in {self.wall_s:.0f} s, each against the good end:", "",
-                  "| step | commit | change | 95% interval | MDE | rounds | judged |", "|---:|---|---:|---|---:|---:|---|"]
+        lines += ["", f"{len(self.steps)} A/B steps in {self.wall_s:.0f} s, each against the good end:", ""]
+        cells = []
         for i, s in enumerate(self.steps):
             interval = (f"{s.ci_low * 100:+.1f}% .. {s.ci_high * 100:+.1f}%" if s.ci_low is not None and s.ci_high is not None
                         else "n/a")
             mde = f"{s.mde * 100:.1f}%" if s.mde is not None else "n/a"
-            lines.append(f"| {i} | {commit_markdown(self.url, s.commit)} {md.text(s.subject[:60])} | {s.change * 100:+.1f}% | "
-                         f"{interval} | {mde} | {s.rounds} | {md.text(s.judged)} |")
+            cells.append([str(i), f"{commit_markdown(self.url, s.commit)} {md.text(s.subject[:60])}", f"{s.change * 100:+.1f}%",
+                          interval, mde, str(s.rounds), md.text(s.judged)])
+        lines += md.table(["step", "commit", "change", "95% interval", "MDE", "rounds", "judged"], "rlrlrrl", cells)
         return "\n".join(lines) + "\n"
 
 

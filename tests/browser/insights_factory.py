@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from vkbench.history.series import series_key
+from vkbench.history.ingest import ingest
 from vkbench.history.store import HistoryStore
 from vkbench.profile import folded
 from vkbench.results.io import load_result, write_result
@@ -56,7 +57,7 @@ def write_history(root: Path, work: Path) -> dict:
         out = work / run["run_id"]
         _result(run, 1, 500e3 * factor, stacks, out)
         _result(run, 2, 300e3 * factor, stacks, out)
-        HistoryStore(root).ingest([out])
+        ingest(HistoryStore(root), [out])
     result = load_result(work / BAD["run_id"] / "valkey-unstable_standalone_io1.json")
     sid, _ = series_key(result, "SET")
     ref = lambda run: {"run_id": run["run_id"], "version": "unstable", "commit": run["commit"], "timestamp": run["ts"]}  # noqa: E731

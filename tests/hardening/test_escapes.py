@@ -26,6 +26,7 @@ from factory import make_result, write_result  # noqa: E402
 
 from vkbench.errors import UsageError  # noqa: E402
 from vkbench.history.publish import publish  # noqa: E402
+from vkbench.history.ingest import ingest  # noqa: E402
 from vkbench.history.store import HistoryStore  # noqa: E402
 from vkbench.paths import check_branch_name, safe_subpath  # noqa: E402
 
@@ -68,7 +69,7 @@ def work(tmp_path) -> Path:
     """A history with one result of 2026-11 (so runs/2026-11, series/ and fingerprints/ exist),
     one new result of the same month to ingest, and an ``elsewhere`` folder a link points to."""
     write_result(tmp_path / "old", make_result(run_id="old-run", timestamp="2026-11-02T02:00:00Z"))
-    HistoryStore(tmp_path / "history").ingest([tmp_path / "old"])
+    ingest(HistoryStore(tmp_path / "history"), [tmp_path / "old"])
     write_result(tmp_path / "new", make_result(run_id="new-run", timestamp="2026-11-20T02:00:00Z"))
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "keep.txt").write_text("not the history's\n")

@@ -28,6 +28,7 @@ from factory import make_result, nightly_series, write_result  # noqa: E402
 
 from vkbench.alerts.issues import issue_body  # noqa: E402
 from vkbench.alerts.summary import render_summary  # noqa: E402
+from vkbench.history.ingest import ingest  # noqa: E402
 from vkbench.history.store import HistoryStore, shard_digest  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ def pristine(tmp_path_factory) -> Path:
             write_result(base / "res", make_result(run_id=f"{machine}-{i}", machine_class=machine,
                                                    timestamp=f"2026-{10 + i // 3}-{1 + i:02d}T02:00:00Z",
                                                    rps={"SET": 4e5 + i, "GET": 4.5e5 - i}))
-    HistoryStore(base / "history").ingest([base / "res"])
+    ingest(HistoryStore(base / "history"), [base / "res"])
     assert len(HistoryStore(base / "history").series_ids()) == 4
     assert vk("detect", "--history", base / "history").code == 0
     return base
@@ -459,7 +460,7 @@ def test_interrupted_ingest_is_completed_by_the_next(work, monkeypatch):
 
     monkeypatch.setattr(HistoryStore, "write_index", crash)
     with pytest.raises(KeyboardInterrupt):
-        HistoryStore(work / "history").ingest([work / "new"])
+        ingest(HistoryStore(work / "history"), [work / "new"])
     monkeypatch.undo()
     assert_refused(vk("detect", "--history", work / "history"), 7, "index.pending.json")
     outcome = vk("ingest", work / "new", "--history", work / "history")

@@ -1,53 +1,59 @@
-"""Instruction counts of a real valkey-server under callgrind, with small request counts.
+"""Instruction counts of a real valkey-server under callgrind through `vkbench run`, with small
+request counts.
 
 Structure only: every value positive, the method recorded, memory per key measured. How
 repeatable the counts are is a figure, not a test: tools/instruction_spread.py prints it."""
 
 from __future__ import annotations
 
-import secrets
+import json
+import subprocess
+import sys
 
 import pytest
 
-from vkbench.instruments.method import InstructionsMethod
-from vkbench.instruments.valgrind import measure, summarize
-from vkbench.servers import resolve_server, resolve_tool
+from vkbench.results.io import load_result
 
 pytestmark = pytest.mark.integration
 
 
-def test_two_fresh_servers_under_callgrind_give_instructions_per_op_with_the_method(tmp_path):
-    server = resolve_server("valkey", "9.1.2")
-    tool = resolve_tool("valkey-benchmark")
-    method = InstructionsMethod(windows=2, window_requests=1000, servers=2)
-    measurements = []
-    for i in range(method.servers):
-        measurements.append(measure(
-            server_path=server.path, tool_path=tool.path, tool_env=dict(tool.env), commands=["set", "get"],
-            clients=2, pipeline=4, data_size=3, keyspace=500, seed=method.seed_base + i, method=method,
-            work_dir=tmp_path / f"server-{i}", password=secrets.token_urlsafe(16), server_env=dict(server.env),
-            keep_dumps=tmp_path / "dumps", timeout=300))
-    for m in measurements:
-        assert [(w.command, w.index) for w in m.windows] == [("set", 0), ("set", 1), ("get", 0), ("get", 1)]
-        for w in m.windows:
-            assert w.requests == 1000
-            assert w.instructions > 0 and w.per_op > 0
-            assert set(w.subtracted) == {"serverCron", "activeExpireCycle"}
-            assert all(v >= 0 for v in w.subtracted.values())
-            assert w.instructions - sum(w.subtracted.values()) > 0
-        assert m.memory["keys"] == 500 and m.memory["used_memory_after"] > m.memory["used_memory_before"]
-        assert m.memory["bytes_per_key"] > 0
-        assert m.rehash["status"] in ("finished", "not reported by this server version") or \
-            m.rehash["status"].startswith("still rehashing")
-        assert len(m.dumps) == 2 and all((tmp_path / "dumps" / d).is_file() for d in m.dumps)
-    summary = summarize(measurements, method)
-    assert set(summary["commands"]) == {"set", "get"}
-    for block in summary["commands"].values():
-        assert len(block["values"]) == 4 and all(v > 0 for v in block["values"])
+def test_run_with_instrument_both_records_wallclock_instructions_and_memory_per_key(tmp_path):
+    cell = {"server": "valkey:9.1.2", "requests": 1000, "keyspace": 1000, "repetitions": 2, "pipeline": 4,
+            "clients": 2, "tests": ["set", "get"]}
+    proc = subprocess.run([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--instrument", "both",
+                           "--out", str(tmp_path), "--json"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    files = sorted(tmp_path.glob("*.json"))
+    assert len(files) == 1
+    result = load_result(files[0])               # schema and value checks
+    assert result["dimensions"]["instrument"] == "both"
+    assert len(result["repetitions"]) == 2       # the wall clock ran as before
+    assert set(result["summary"]) == {"SET", "GET"}
+
+    counted = result["instructions"]
+    method = counted["method"]
+    assert (method["tool"], method["servers"], method["windows"], method["window_requests"]) == ("callgrind", 2, 4, 1000)
+    assert method["glibc_tunables"].startswith("glibc.cpu.hwcaps=") and method["id"].startswith("callgrind-")
+    assert set(counted["commands"]) == {"set", "get"}
+    for block in counted["commands"].values():
+        assert len(block["values"]) == 8 and all(v > 0 for v in block["values"])
         assert block["per_op"] > 0 and block["cv_pct"] >= 0
         assert block["top_functions"] and all(r["self_per_op"] > 0 for r in block["top_functions"])
-    assert summary["method"]["window_requests"] == 1000 and summary["method"]["tool"] == "callgrind"
-    assert [s["seed"] for s in summary["servers"]] == [1, 2]
-    # Every server under callgrind was stopped: none of their work directories holds a live pid.
-    for i in range(2):
-        assert not list((tmp_path / f"server-{i}").glob("callgrind.out.*.*"))
+    assert [s["seed"] for s in counted["servers"]] == [1, 2]
+    for server in counted["servers"]:
+        assert [(w["command"], w["index"]) for w in server["windows"]] == \
+            [("set", i) for i in range(4)] + [("get", i) for i in range(4)]
+        for w in server["windows"]:
+            assert w["requests"] == 1000 and w["instructions"] > sum(w["subtracted"].values()) >= 0
+            assert set(w["subtracted"]) == {"serverCron", "activeExpireCycle"}
+        assert server["rehash"]["status"] in ("finished", "not reported by this server version") or \
+            server["rehash"]["status"].startswith("still rehashing")
+
+    memory = result["memory"]                    # from the wall-clock deployment's preload
+    assert memory["keys"] == 1000 and memory["used_memory_after"] > memory["used_memory_before"]
+    assert memory["bytes_per_key"] > 0
+    assert set(report["cells"][0]["instructions_per_op"]) == {"set", "get"}
+    dumps = sorted(p.name for p in (tmp_path / f"{result['run']['cell_id']}.raw" / "callgrind").iterdir())
+    assert dumps == ["callgrind-seed1-get.out.gz", "callgrind-seed1-set.out.gz",
+                     "callgrind-seed2-get.out.gz", "callgrind-seed2-set.out.gz"]

@@ -93,7 +93,7 @@ ci_summary() {
 # ci_md_text VALUE: VALUE as inert Markdown text for a job summary: control characters and
 # newlines folded to spaces, cut at 300 characters, and every character that could open a link,
 # an image, emphasis, a code span, a tag, an autolink or a table cell backslash-escaped (the set
-# of vkbench.alerts.markdown.text; the inputs jobs call this before vkbench is installed).
+# of vkbench.markdown.text; the inputs jobs call this before vkbench is installed).
 ci_md_text() {
   local s LC_ALL=C
   s="$(printf '%s' "$1" | tr '\001-\037\177' ' ')"

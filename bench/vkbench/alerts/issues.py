@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 from .github import GitHubClient
 from .summary import render_incident
-from . import markdown as md
+from .. import markdown as md
 
 LABEL = "vkbench-regression"
 _MARKER = re.compile(r"<!--\s*vkbench-incident:\s*([0-9a-zA-Z_-]+)\s*-->")

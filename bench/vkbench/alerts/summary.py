@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import repolinks
 from ..detect.report import counts
-from . import markdown as md
+from .. import markdown as md
 
 _ICON = {("regression", "open"): "🔴", ("improvement", "open"): "🟢"}
 
@@ -108,13 +108,11 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     if incident.get("annotation"):
         lines.append(f"- annotation: {md.text(incident['annotation'].get('action'))}: {md.text(incident['annotation'].get('reason'))}")
     lines.append("")
-    lines.append("| series | metric | change | p-value | before → after | runs (before / after) |")
-    lines.append("|---|---|---:|---:|---|---:|")
-    for cp in change_points[:limit]:
-        lines.append(
-            f"| {md.text(cp.get('series_name', cp['series_id']))} | {md.text(cp['metric'])} | {cp['magnitude']:+.1%} | {cp['p_value']:.2g} "
-            f"| {_fmt(cp['level_before'])} → {_fmt(cp['level_after'])} | {len(cp['runs']['before'])} / {len(cp['runs']['after'])} |"
-        )
+    lines += md.table(
+        ["series", "metric", "change", "p-value", "before → after", "runs (before / after)"], "llrrlr",
+        ([md.text(cp.get("series_name", cp["series_id"])), md.text(cp["metric"]), f"{cp['magnitude']:+.1%}", f"{cp['p_value']:.2g}",
+          f"{_fmt(cp['level_before'])} → {_fmt(cp['level_after'])}", f"{len(cp['runs']['before'])} / {len(cp['runs']['after'])}"]
+         for cp in change_points[:limit]))
     if len(change_points) > limit:
         lines.append(f"| … and {len(change_points) - limit} more | | | | | |")
     if incident.get("profile_diff"):

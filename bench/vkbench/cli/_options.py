@@ -40,6 +40,9 @@ def override_options(func: Callable) -> Callable:
                      help="Seconds per repetition instead of requests (memtier_benchmark --test-time; "
                           "memtier_benchmark cells only)."),
         click.option("--repetitions", type=click.IntRange(1, 100), help="Repetitions per cell."),
+        click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]),
+                     help="What measures every cell: wallclock (rps, latency; the default), instructions per operation "
+                          "under callgrind (docs/instructions.md), or both."),
         click.option("--runners", help="Comma-separated runner classes (pi-cm4, cloud-x86, cloud-arm64)."),
         click.option("--cores", type=int, help="Core count for '1..cores+1' ranges (default: this machine's)."),
     ]
@@ -68,6 +71,8 @@ def overrides_from(kwargs: dict[str, Any]) -> dict[str, Any]:
         out["duration"] = v
     if (v := kwargs.pop("repetitions", None)) is not None:
         out["repetitions"] = v
+    if (v := kwargs.pop("instrument", None)) is not None:
+        out["instrument"] = v
     if (v := _csv(kwargs.pop("runners", None))) is not None:
         out["runner"] = v
     return out

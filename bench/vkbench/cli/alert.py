@@ -49,7 +49,7 @@ def alert_cmd(repo, history_dir, api_url, server_url, commits_repo, token_env, f
     client = GitHubClient(repo, token, api_url=api_url)
     actions = sync_issues(detection, client, dry_run=dry_run, server_url=server_url, commits_repo=commits_repo)
     if actions_out is not None:
-        from ..history.store import write_json
+        from ..files import write_json
 
         write_json(actions_out, [a.to_dict() for a in actions], indent=1)
     if as_json:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..alerts import markdown as md
+from .. import markdown as md
 from ..detect import bisects
 from ..detect.runner import run_detection
 from ..errors import UsageError

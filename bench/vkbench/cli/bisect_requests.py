@@ -9,7 +9,8 @@ import click
 
 from ..detect import bisects, confirmations
 from ..errors import ResultFileError
-from ..history.store import HistoryStore, write_json
+from ..files import write_json
+from ..history.store import HistoryStore
 
 
 @click.command("bisect-requests")

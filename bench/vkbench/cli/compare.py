@@ -32,17 +32,17 @@ def _verdict(row: Row) -> str:
 
 
 def markdown(rows: list[Row], unmatched: list[str]) -> str:
-    """A PR comment: every value from the result files is escaped (alerts.markdown)."""
-    from ..alerts import markdown as md
+    """A PR comment: every value from the result files is escaped (vkbench.markdown)."""
+    from .. import markdown as md
 
     lines = []
     base_label, cand_label = md.text(rows[0].base_label), md.text(rows[0].candidate_label)
-    lines.append(f"| cell | command | metric | {base_label} | {cand_label} | change | 95% CI | p | verdict |")
-    lines.append("|---|---|---|---:|---:|---:|---|---:|---|")
+    cells = []
     for r in rows:
         p = "-" if r.p_value is None else f"{r.p_value:.3f}"
-        lines.append(f"| {md.text(r.key)} | {md.text(r.command)} | {md.text(r.metric)} | {_value(r.metric, r.base)} | {_value(r.metric, r.candidate)} "
-                     f"| {_pct(r.change)} | {_ci(r)} | {p} | {_verdict(r)} |")
+        cells.append([md.text(r.key), md.text(r.command), md.text(r.metric), _value(r.metric, r.base), _value(r.metric, r.candidate),
+                      _pct(r.change), _ci(r), p, _verdict(r)])
+    lines += md.table(["cell", "command", "metric", base_label, cand_label, "change", "95% CI", "p", "verdict"], "lllrrrlrl", cells)
     lines.append("")
     lines.append("rps: bigger is better; latencies (ms): smaller is better. Verdicts need p < 0.05 (Welch's t-test "
                  "on the repetitions) and a change of at least 2%. \"flagged\": a validity check failed on one side.")

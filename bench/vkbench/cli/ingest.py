@@ -20,6 +20,7 @@ def ingest_cmd(results, history_dir, as_json, rebuild_index):
     nothing is written. Ingesting the same results again adds nothing.
     """
     from ..errors import UsageError
+    from ..history.ingest import ingest
     from ..history.store import HistoryStore
 
     store = HistoryStore(history_dir)
@@ -30,7 +31,7 @@ def ingest_cmd(results, history_dir, as_json, rebuild_index):
             return
     elif not results:
         raise UsageError("no RESULTS given", hint="vkbench ingest vkbench-results/ --history vkbench-history")
-    report = store.ingest(results)
+    report = ingest(store, results)
     for note in report.notes:
         click.echo(f"{history_dir}: {note}", err=True)
     if as_json:

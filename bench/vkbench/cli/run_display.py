@@ -44,6 +44,9 @@ class ProgressDisplay:
             self.progress.update(self.task, description=f"{label}: starting servers")
         elif event == "repetition":
             self.progress.update(self.task, description=f"{label}: repetition {index + 1}/{cell.repetitions}")
+        elif event == "instructions":
+            self.progress.update(self.task, description=f"{label}: instructions, server {index + 1}/{cell.repetitions} "
+                                                        "under callgrind")
         elif event == "repetition-done":
             self.progress.advance(self.task)
             self.remaining[cell.cell_id] -= 1
@@ -70,6 +73,28 @@ def _fmt_ms(stat: dict | None) -> str:
     return f"{stat['median']:.3f}" if stat else "-"
 
 
+def _print_instructions(report: RunReport, console: Console) -> None:
+    """Instructions per operation and memory per key of the cells that counted them."""
+    counted = [o for o in report.outcomes if o.result and (o.result.get("instructions") or o.result.get("memory"))]
+    if not counted:
+        return
+    table = Table(title="instructions per operation (callgrind) and memory per key", title_justify="left")
+    for col in ("cell", "cmd", "instr/op", "CV %", "servers", "bytes/key"):
+        table.add_column(col, justify="left" if col in ("cell", "cmd") else "right")
+    for outcome in counted:
+        c, result = outcome.cell, outcome.result
+        name = f"{c.server} P{c.pipeline} c{c.clients}"
+        memory = result.get("memory") or {}
+        per_key = f"{memory['bytes_per_key']:,.1f}" if memory.get("bytes_per_key") is not None else "-"
+        commands = (result.get("instructions") or {}).get("commands") or {}
+        if not commands:
+            table.add_row(name, "-", "-", "-", "-", per_key)
+        for i, (command, block) in enumerate(commands.items()):
+            table.add_row(name if i == 0 else "", command, f"{block['per_op']:,.1f}", f"{block['cv_pct']:.3f}",
+                          str(len(block.get("per_server") or [])), per_key if i == 0 else "")
+    console.print(table)
+
+
 def print_summary(report: RunReport, console: Console) -> None:
     table = Table(title=f"run {report.run_id}: results in {report.out_dir}/", title_justify="left")
     for col in ("cell", "cmd", "rps (±95% CI)", "p50 ms", "p99 ms", "flags"):
@@ -86,12 +111,14 @@ def print_summary(report: RunReport, console: Console) -> None:
         for i, (command, metrics) in enumerate(outcome.result["summary"].items()):
             table.add_row(name if i == 0 else "", command, _fmt_rps(metrics.get("rps")), _fmt_ms(metrics.get("p50")),
                           _fmt_ms(metrics.get("p99")), flags if i == 0 else "")
-    console.print(table)
+    if any(o.error or o.result["summary"] for o in report.outcomes):   # not for instruction-only runs
+        console.print(table)
     shown = {}
     for outcome in report.outcomes:
         for flag in (outcome.result or {}).get("validity", {}).get("flags", []):
             shown.setdefault(flag["code"], flag)
     for code, flag in shown.items():
         console.print(f"[bold]{code}[/bold]: {flag['message']}. Fix: {flag['fix']}")
+    _print_instructions(report, console)
     if report.cleaned:
         console.print("cleaned up leftovers of an earlier run: " + "; ".join(report.cleaned))

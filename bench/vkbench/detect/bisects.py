@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ResultFileError, UsageError
-from ..history.store import HistoryStore, utc_now, write_json
+from ..files import utc_now, write_json
+from ..history.store import HistoryStore
 from .confirmations import series_cell
 
 BISECTS = "bisects.json"

@@ -27,7 +27,8 @@ from typing import Any
 
 from ..errors import ResultFileError, UsageError
 from ..history.series import bigger_is_better
-from ..history.store import HistoryStore, utc_now, write_json
+from ..files import utc_now, write_json
+from ..history.store import HistoryStore
 from .candidates import find_candidate
 from .params import DetectionParams
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..errors import ResultFileError
 from ..history.series import bigger_is_better, describe, segments as fingerprint_segments
-from ..history.store import HistoryStore, utc_now, write_json
+from ..files import utc_now, write_json
+from ..history.store import HistoryStore
 from ..profile.incidents import attach_profile_diffs
 from .annotations import first_index_after, load_annotations, matches_series, validate_annotations
 from .incidents import build_incidents

@@ -16,7 +16,7 @@ from typing import Iterable
 
 from ..history.ingest import input_files
 from ..history.series import series_key, unique_names
-from ..history.store import write_json
+from ..files import write_json
 from ..results.io import load_result
 
 LATENCY_EXPORTED = ("p50", "p99")

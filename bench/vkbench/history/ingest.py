@@ -28,8 +28,9 @@ from typing import Iterable
 from ..results.io import load_result, result_files
 from .series import month_of, point_from_result, series_key, sort_key
 from ..errors import ResultFileError
+from ..files import commit_staged, discard_staged, stage_bytes
 from ..paths import check_no_symlink
-from .store import HistoryStore, commit_staged, discard_staged, parse_jsonl, series_entry, shard_digest, stage_bytes
+from .store import HistoryStore, parse_jsonl, series_entry, shard_digest
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Callable, Iterable
 from ..errors import PublishError
 from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
 from ..servers.source_build import sigterm_raises
-from .ingest import IngestReport, input_files, load_all
+from .ingest import IngestReport, ingest, input_files, load_all
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
@@ -207,7 +207,7 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         if layout.site_branch is not None:
             site_parent = _checkout_site(git, root, layout)
             check_no_symlink(root, root / layout.site_subdir, "site")
-        report = HistoryStore(root / layout.history_subdir).ingest(paths)
+        report = ingest(HistoryStore(root / layout.history_subdir), paths)
         if before_commit is not None:
             before_commit(root)
         data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]

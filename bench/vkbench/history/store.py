@@ -14,17 +14,15 @@ writer, never guessed at by a reader.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from ..errors import ResultFileError
+from ..files import directory_lock, utc_now, write_json
 from ..results.checks import check_point, is_safe_id
 from .detect_file import check_detection
 from .series import sort_key
@@ -43,61 +41,8 @@ REBUILD_HINT = (
 )
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def empty_index() -> dict:
     return {"history_version": HISTORY_VERSION, "updated": None, "runs": 0, "series": {}}
-
-
-def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """temp file in the same directory + fsync + rename: a reader (or a crash) sees the old
-    file or the new one, never half of one. Appends to shards go through here too: the new
-    shard content is written whole and renamed over the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def stage_bytes(path: Path, data: bytes) -> Path:
-    """First half of an atomic write for batches: the data goes to a temp file beside
-    ``path`` (no fsync yet). :func:`commit_staged` makes a whole batch durable with one
-    ``sync`` and then renames: hundreds of files cost one flush instead of hundreds."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    return Path(tmp)
-
-
-def commit_staged(staged: list[tuple[Path, Path]]) -> None:
-    """Make every staged temp file durable, then rename each over its target."""
-    if not staged:
-        return
-    os.sync()
-    for tmp, path in staged:
-        os.replace(tmp, path)
-
-
-def discard_staged(staged: list[tuple[Path, Path]]) -> None:
-    for tmp, _ in staged:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def write_json(path: Path, data: object, *, indent: int | None = None) -> None:
-    text = json.dumps(data, indent=indent, separators=None if indent else (",", ":"))
-    write_bytes_atomic(path, (text + "\n").encode("utf-8"))
 
 
 def shard_digest(data: bytes) -> dict:
@@ -373,12 +318,6 @@ class HistoryStore:
         return check_detection(_read_json(self.detect_path), self.detect_path, for_alerts=for_alerts)
 
     # -- writing -------------------------------------------------------------------------------
-    def ingest(self, result_paths: Iterable[str | os.PathLike]):
-        """Validate every input, then add what is new. See :func:`vkbench.history.ingest.ingest`."""
-        from .ingest import ingest
-
-        return ingest(self, result_paths)
-
     def recover(self) -> str | None:
         """Writers only, under :meth:`lock`: finish or discard the journal of an interrupted
         ingest. Promoted when every shard matches the journal, discarded when every shard still
@@ -487,18 +426,9 @@ class HistoryStore:
                     return
         write_json(self.format_path, {"history_version": HISTORY_VERSION})
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Exclusive lock for writers on this machine (flock on the directory itself, so no
-        lock file ends up committed to gh-pages)."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+    def lock(self):
+        """Exclusive lock for writers on this machine (see :func:`vkbench.files.directory_lock`)."""
+        return directory_lock(self.path)
 
 
 def _all_shards_match(store: HistoryStore, index: dict) -> bool:

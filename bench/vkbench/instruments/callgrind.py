@@ -61,6 +61,23 @@ class CallgrindProfile:
         return [r for r in rows[:limit] if r[1] > 0]
 
 
+def function_diff(before: CallgrindProfile, after: CallgrindProfile, *, before_ops: int, after_ops: int,
+                  limit: int | None = 20, event: str = "Ir") -> list[dict]:
+    """Which functions' self cost per operation changed most between two dumps (two windows,
+    two servers, two builds): ``{function, before, after, delta}`` per operation, biggest
+    absolute change first. Self costs, so a change is named where it happens, not in every
+    caller above it."""
+    if before_ops <= 0 or after_ops <= 0:
+        raise ValueError("operation counts must be positive")
+    rows = []
+    for fn in set(before.self_cost) | set(after.self_cost):
+        b, a = before.self_of(fn, event) / before_ops, after.self_of(fn, event) / after_ops
+        if a != b:
+            rows.append({"function": fn, "before": round(b, 3), "after": round(a, 3), "delta": round(a - b, 3)})
+    rows.sort(key=lambda r: (-abs(r["delta"]), r["function"]))
+    return rows[:limit] if limit else rows
+
+
 def parse(text: str, *, source: str = "<callgrind>") -> CallgrindProfile:
     events: list[str] | None = None
     positions = 1
@@ -196,4 +213,24 @@ def read(path: str | os.PathLike) -> CallgrindProfile:
     return parse(text, source=str(path))
 
 
-__all__ = ["CallgrindProfile", "parse", "read", "MAX_DUMP_BYTES"]
+def read_any(path: str | os.PathLike) -> CallgrindProfile:
+    """A dump, plain or gzipped (what ``vkbench run`` keeps in ``<cell_id>.raw/callgrind/``)."""
+    path = Path(path)
+    if path.suffix != ".gz":
+        return read(path)
+    import gzip
+
+    try:
+        with gzip.open(path, "rb") as fh:
+            data = fh.read(MAX_DUMP_BYTES + 1)
+    except FileNotFoundError:
+        raise ParseError(f"{path}: no such callgrind file", hint="check the path") from None
+    except (OSError, EOFError) as exc:
+        raise ParseError(f"{path}: not a gzipped callgrind dump ({exc})", hint="pass a .out or .out.gz dump") from None
+    if len(data) > MAX_DUMP_BYTES:
+        raise ParseError(f"{path}: larger than a callgrind dump vkbench reads ({MAX_DUMP_BYTES} bytes)",
+                         hint="pass a dump of one measured window")
+    return parse(data.decode("utf-8", errors="replace"), source=str(path))
+
+
+__all__ = ["CallgrindProfile", "parse", "read", "read_any", "function_diff", "MAX_DUMP_BYTES"]

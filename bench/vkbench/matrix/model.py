@@ -29,6 +29,7 @@ from ..topology.model import TOPOLOGY_FORMS, Topology
 Tool = Literal["valkey-benchmark", "redis-benchmark", "memtier_benchmark"]
 Engine = Literal["valkey", "redis"]
 ReadFrom = Literal["primary", "replicas"]
+Instrument = Literal["wallclock", "instructions", "both"]
 
 _SERVER = re.compile(r"^(valkey|redis):([A-Za-z0-9._/+-]{1,128}(@source)?)$")
 _CPUSET = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
@@ -163,7 +164,25 @@ class Workload(BaseModel):
 BENCHMARK_WORKLOAD_FIELDS = {"protocol", "acl_user", "tls"}
 #: Cell fields added after results existed: left out of dimensions and the cell id while at
 #: their default, so the series of existing cells keep their identity.
-OPTIONAL_DIMENSIONS: dict[str, Any] = {"workload": None, "tool_args": []}
+OPTIONAL_DIMENSIONS: dict[str, Any] = {"workload": None, "tool_args": [], "instrument": "wallclock"}
+
+
+def instructions_refusal(cell: "Cell") -> str | None:
+    """Why this cell cannot be measured by instructions (docs/instructions.md), or None."""
+    if cell.io_threads > 1:
+        return (f"io-threads {cell.io_threads}: the I/O threads spin-poll and valgrind runs one thread at a time, so "
+                "the counts measure the polling, not the work (CV 5-6% measured); count instructions at io-threads 1")
+    if cell.topology != "standalone":
+        return (f"topology {cell.topology}: instruction counts run one fresh server under callgrind per measurement; "
+                "replicas and cluster nodes are other processes whose work the count would miss")
+    if cell.tool != "valkey-benchmark":
+        return (f"tool {cell.tool}: instruction counts need exactly N requests per window and the same keys for "
+                "every server (valkey-benchmark -n and --seed); use tool valkey-benchmark")
+    if cell.requests is None:
+        return "instruction counts need a request count (requests), not a duration"
+    if cell.read_from != "primary" or cell.cpu is not None or cell.client_threads:
+        return "instruction counts run one server with the client unpinned: drop read_from, cpu and client_threads"
+    return None
 _TOOL_ARG = re.compile(r"^[^\x00-\x1f]{1,1000}$")
 
 
@@ -195,6 +214,8 @@ class Cell(BaseModel):
     tool_args: list[str] = Field(default_factory=list, max_length=64,
                                  description="extra arguments appended to the tool's command line (recorded)")
     runner: str = Field("local", description="machine class / runner label: pi-cm4, cloud-x86, cloud-arm64, local")
+    instrument: Instrument = Field("wallclock", description="wallclock (rps, latency), instructions (per operation, "
+                                                            "under callgrind: docs/instructions.md) or both")
 
     @field_validator("server")
     @classmethod
@@ -246,6 +267,10 @@ class Cell(BaseModel):
         if self.duration is not None and self.tool != "memtier_benchmark":
             raise ValueError(f"duration is memtier's --test-time: {self.tool} has no test-time option and would "
                              "silently run its requests instead; set requests (or use tool memtier_benchmark)")
+        if self.instrument != "wallclock":
+            refusal = instructions_refusal(self)
+            if refusal:
+                raise ValueError(f"instrument {self.instrument}: {refusal}")
         if self.tool == "memtier_benchmark":
             self._check_memtier()
         elif self.workload is not None:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping, Union
 
+from .. import markdown as md
 from ..errors import ResultFileError
 from . import folded
 
@@ -98,12 +99,15 @@ def profile_diff(before: ProfileSource, after: ProfileSource, *, limit: int | No
 
 
 def to_markdown(rows: list[DiffRow], *, before_label: str = "before", after_label: str = "after", limit: int = 15) -> str:
-    lines = [f"| function | self {before_label} | self {after_label} | change | total {before_label} | total {after_label} |",
-             "|---|---:|---:|---:|---:|---:|"]
+    """Function names come from the profiled binary (a branch anyone can push): code spans
+    that the name cannot close."""
+    before, after = md.text(before_label), md.text(after_label)
+    cells = []
     for r in rows[:limit]:
         arrow = "▲" if r.self_delta > 0 else ("▼" if r.self_delta < 0 else "")
-        lines.append(f"| `{r.function}` | {r.before_self:.1%} | {r.after_self:.1%} | {arrow} {r.self_delta * 100:+.1f} pt "
-                     f"| {r.before_total:.1%} | {r.after_total:.1%} |")
+        cells.append([md.code(r.function), f"{r.before_self:.1%}", f"{r.after_self:.1%}", f"{arrow} {r.self_delta * 100:+.1f} pt",
+                      f"{r.before_total:.1%}", f"{r.after_total:.1%}"])
+    lines = md.table(["function", f"self {before}", f"self {after}", "change", f"total {before}", f"total {after}"], "lrrrrr", cells)
     lines.append("")
     lines.append("Share of CPU samples of the server: self = in the function's own code, total = with what it calls; "
                  "change in percentage points.")

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..history.store import write_bytes_atomic
+from ..files import write_bytes_atomic
 from . import folded
 
 #: Samples per second: prime, so sampling does not lock onto periodic work; low enough that

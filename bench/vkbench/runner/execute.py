@@ -62,6 +62,8 @@ class CellState:
     password_via: str | None = None
     duration_s: float = 0.0
     profile: dict | None = None
+    memory: dict | None = None              # after the preload: keys, used_memory before/after, bytes_per_key
+    instructions: dict | None = None        # instrument instructions|both: instruments.valgrind.summarize
 
 
 def new_password() -> str:
@@ -142,8 +144,13 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
         preloading.create_acl_user(deployment, cell.workload.acl_user)
     reads = preloading.cell_reads(cell)
     if cell.preload and cell.keyspace and reads:
-        preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell))
+        before = preloading.used_memory(deployment)
+        written = preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell))
         preloading.wait_replicas_synced(deployment)
+        if state.memory is None:    # an interleaved run preloads once per round: the first one counts
+            from ..instruments.valgrind import memory_block
+
+            state.memory = memory_block(written, before, preloading.used_memory(deployment), cell.data_size)
     if reads:
         state.keys_before_reads = preloading.total_keys(deployment)
     if cell.warmup:
@@ -273,20 +280,75 @@ def _request_note(cell: Cell) -> str | None:
     return memtier_request_plan(cell, cell.requests)[2]
 
 
+def run_instructions(state: CellState, ctx: RunContext, progress: ProgressFn | None = None) -> None:
+    """Instructions per operation of the cell's commands: ``cell.repetitions`` fresh servers
+    under callgrind (seeds 1..N, the same every night), 4 windows each (docs/instructions.md)."""
+    from ..instruments.method import InstructionsMethod
+    from ..instruments.valgrind import check_prerequisites, measure, summarize
+    from ..servers import resolve_server
+
+    cell = state.cell
+    check_prerequisites()
+    if not state.started:
+        state.started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    server = resolve_server(cell.engine, cell.version)
+    tool = ctx.tool_paths[cell.tool]
+    method = InstructionsMethod(windows=INSTRUCTION_WINDOWS, window_requests=min(cell.requests, INSTRUCTION_WINDOW_REQUESTS),
+                                servers=cell.repetitions)
+    raw_dir = ctx.out_dir / f"{cell.cell_id}.raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    measurements = []
+    work_root = make_workdir("vkbench-callgrind-", ctx.work_dir)
+    try:
+        for i in range(method.servers):
+            if progress:
+                progress("instructions", cell, i)
+            measurements.append(measure(
+                server_path=server.path, tool_path=tool.path, tool_env=dict(getattr(tool, "env", {}) or {}),
+                commands=list(cell.tests), clients=cell.clients, pipeline=cell.pipeline, data_size=cell.data_size,
+                keyspace=cell.keyspace or 1, seed=method.seed_base + i, method=method, work_dir=work_root / f"server-{i + 1}",
+                password=new_password(), server_env=dict(server.env), keep_dumps=raw_dir / "callgrind",
+                timeout=ctx.repetition_timeout))
+            if cell.instrument == "instructions" and progress:
+                progress("repetition-done", cell, i)
+    finally:
+        state.duration_s += time.monotonic() - began
+        shutil.rmtree(work_root, ignore_errors=True)
+    state.instructions = summarize(measurements, method)
+    state.instructions["duration_s"] = round(time.monotonic() - began, 3)
+    if state.memory is None and measurements and measurements[0].memory:
+        state.memory = measurements[0].memory
+    if not state.deployment_info:
+        state.deployment_info = {"server_version": None, "server_commit": None,
+                                 "build": {"source": server.source, "id": server.build_id, "detail": server.detail}}
+
+
+#: Windows per command per server, and the largest window: 4 x 20,000 requests took 10-20 s per
+#: server here (valkey under callgrind serves 6,000-40,000 requests per second).
+INSTRUCTION_WINDOWS = 4
+INSTRUCTION_WINDOW_REQUESTS = 20000
+
+
 def build_result(state: CellState, ctx: RunContext) -> dict:
     cell = state.cell
-    if not state.repetitions:
+    if cell.instrument == "instructions":
+        if state.instructions is None:
+            raise BenchmarkFailedError(f"cell {cell.cell_id}: no instruction counts were measured",
+                                       hint=f"see {ctx.out_dir / (cell.cell_id + '.raw')}")
+        validity = {"valid": True, "flags": []}
+    elif not state.repetitions:
         raise BenchmarkFailedError(
             f"cell {cell.cell_id}: every repetition failed: " + "; ".join(state.failures),
             hint=f"read the raw output in {ctx.out_dir / (cell.cell_id + '.raw')}",
         )
+    else:
+        validity = check(
+            cell, repetitions=state.repetitions, keys_before_reads=state.keys_before_reads,
+            shards=Topology.parse(cell.topology).shards, server_cpus=_server_cpus(cell, ctx),
+            throttled=ctx.environment.get("throttled"), failed_repetitions=len(state.failures),
+        )
     info = state.deployment_info
-    server_cpus = _server_cpus(cell, ctx)
-    validity = check(
-        cell, repetitions=state.repetitions, keys_before_reads=state.keys_before_reads,
-        shards=Topology.parse(cell.topology).shards, server_cpus=server_cpus,
-        throttled=ctx.environment.get("throttled"), failed_repetitions=len(state.failures),
-    )
     tool = ctx.tool_paths[cell.tool]
     build = dict(info.get("build") or {}) or None
     code = build.pop("code", None) if build else None     # the source a build came from: its own field
@@ -328,6 +390,8 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
         **({"server_environment": info["server_environment"]} if info.get("server_environment") else {}),
         "validity": validity,
         **({"profile": state.profile} if state.profile is not None else {}),
+        **({"memory": state.memory} if state.memory is not None else {}),
+        **({"instructions": state.instructions} if state.instructions is not None else {}),
     }
 
 

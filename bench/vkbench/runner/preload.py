@@ -73,6 +73,18 @@ def preload_keyspace(deployment: Deployment, keyspace: int, data_size: int, name
     return written
 
 
+def used_memory(deployment: Deployment) -> int:
+    """INFO memory's used_memory summed over the primaries (replicas hold copies)."""
+    total = 0
+    for endpoint in deployment.primaries:
+        conn = valkey.Valkey(host=endpoint.host, port=endpoint.port, password=deployment.spec.password, socket_timeout=10)
+        try:
+            total += int(conn.info("memory")["used_memory"])
+        finally:
+            conn.close()
+    return total
+
+
 def total_keys(deployment: Deployment) -> int:
     """Keys on the primaries (replicas hold copies)."""
     total = 0

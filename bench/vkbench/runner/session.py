@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..envinfo import fingerprint
-from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError, VkbenchError
+from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError, UsageError, VkbenchError
 from ..matrix.model import Cell
 from ..results.io import write_result
 from ..topology.backend import get_backend
 from .workdirs import cleanup_stale_workdirs
-from .execute import CellState, ProgressFn, RunContext, build_result, new_run_id, run_repetitions
+from .execute import CellState, ProgressFn, RunContext, build_result, new_run_id, run_instructions, run_repetitions
 
 
 @dataclass
@@ -60,6 +60,9 @@ class RunReport:
                     "flags": [f["code"] for f in o.result["validity"]["flags"]] if o.result else [],
                     "summary": {cmd: {m: s["median"] for m, s in metrics.items()} for cmd, metrics in o.result["summary"].items()} if o.result else {},
                     "error": str(o.error) if o.error else None,
+                    **({"instructions_per_op": {cmd: b["per_op"] for cmd, b in o.result["instructions"]["commands"].items()}}
+                       if o.result and o.result.get("instructions") else {}),
+                    **({"bytes_per_key": o.result["memory"]["bytes_per_key"]} if o.result and o.result.get("memory") else {}),
                 }
                 for o in self.outcomes
             ],
@@ -96,6 +99,14 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     report = RunReport(run_id=options.run_id or new_run_id(), out_dir=options.out_dir)
     report.cleaned = backend.cleanup_stale(state_dir) + cleanup_stale_workdirs()
 
+    counted = [c for c in cells if c.instrument != "wallclock"]
+    if counted and options.backend != "native":
+        raise UsageError(f"instrument {counted[0].instrument} runs its servers under callgrind on this machine",
+                         hint="use --backend native for instruction counts")
+    if counted:
+        from ..instruments.valgrind import check_prerequisites
+
+        check_prerequisites()
     # Fail before starting anything when a binary is missing: exit code 3, with the fetch hint.
     tools = {name: resolve_tool(name) for name in sorted({c.tool for c in cells})}
     if options.backend == "native":
@@ -113,7 +124,7 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     errors: dict[str, VkbenchError] = {}
 
     def attempt(state: CellState, count: int) -> None:
-        if state.cell.cell_id in errors:
+        if state.cell.cell_id in errors or state.cell.instrument == "instructions":
             return
         try:
             run_repetitions(state, ctx, count, progress)
@@ -130,6 +141,16 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     else:
         for state in states:
             attempt(state, state.cell.repetitions)
+
+    for state in states:
+        if state.cell.instrument == "wallclock" or state.cell.cell_id in errors:
+            continue
+        try:
+            run_instructions(state, ctx, progress)
+        except (ServerStartError, BenchmarkFailedError, MissingBinaryError) as exc:
+            errors[state.cell.cell_id] = exc
+            if progress:
+                progress("cell-failed", state.cell, 0)
 
     for state in states:
         outcome = CellOutcome(state.cell)

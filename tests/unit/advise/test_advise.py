@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from vkbench.advise import advise, advise_paths, to_markdown
 from vkbench.cli import cli
 from vkbench.errors import UsageError
+from vkbench.history.ingest import ingest
 from vkbench.history.store import HistoryStore
 from vkbench.results.io import load_result, write_result
 from vkbench.stats import summarize
@@ -197,7 +198,7 @@ def test_history_input_reads_the_newest_points(tmp_path):
     for r in (_result(1, [500e3] * 3, p99=[1.0, 1.1, 0.9]), _result(2, [250e3] * 3, p99=[3.0, 3.1, 2.9])):
         write_result(results_dir / f"{r['run']['cell_id']}.json", r)
     history = tmp_path / "history"
-    HistoryStore(history).ingest([results_dir])
+    ingest(HistoryStore(history), [results_dir])
     [a] = advise_paths([history])
     assert a.recommended == 1 and a.settings[0].latency_metric == "p99"
     md = to_markdown([a])

@@ -13,6 +13,7 @@ from fake_github import TOKEN, FakeGitHub
 from vkbench.alerts.github import GitHubClient
 from vkbench.alerts.issues import incident_of, sync_issues
 from vkbench.detect import confirmations, run_detection
+from vkbench.history.ingest import ingest
 from vkbench.history import HistoryStore
 
 REPO = "https://github.com/valkey-io/valkey"
@@ -41,7 +42,7 @@ class SourceNights:
                 result["subject"]["code"] = {"url": REPO, "commit": commit_of(night), "ref": "unstable"}
                 write_result(out / f"{night:03d}", result)
         self.night += nights
-        self.store.ingest([out])
+        ingest(self.store, [out])
 
 
 def _confirm(nights: SourceNights, request: dict) -> None:

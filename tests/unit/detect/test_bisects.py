@@ -16,6 +16,7 @@ from vkbench.alerts.summary import render_summary
 from vkbench.bisect import BisectReport, Step
 from vkbench.detect import bisects, run_detection
 from vkbench.errors import ResultFileError
+from vkbench.history.ingest import ingest
 from vkbench.history import HistoryStore
 from vkbench.history.detect_file import check_detection
 from cli_outcome import vk  # tests/cli_outcome.py
@@ -153,7 +154,7 @@ def regression_history(tmp_path):
         result["subject"]["code"] = {"url": TRUSTED, "commit": commit_of(night), "ref": "unstable"}
         write_result(out / f"{night:03d}", result)
     history = tmp_path / "h"
-    HistoryStore(history).ingest([out])
+    ingest(HistoryStore(history), [out])
     doc = run_detection(history)
     (incident,) = [i for i in doc["incidents"] if i["direction"] == "regression"]
     assert (incident["good"]["commit"], incident["bad"]["commit"]) == (commit_of(7), commit_of(8))

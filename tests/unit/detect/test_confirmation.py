@@ -13,6 +13,7 @@ from factory import make_result, write_result
 from vkbench.cli.confirm import confirm_cmd
 from vkbench.detect import run_detection
 from vkbench.detect.candidates import find_candidate
+from vkbench.history.ingest import ingest
 from vkbench.history import HistoryStore
 from cli_outcome import vk  # tests/cli_outcome.py
 
@@ -34,7 +35,7 @@ def source_history(tmp_path, nights: int, drop_from: int, factor: float, *, cv=0
         result["subject"]["code"] = {"url": REPO, "commit": commit_of(night), "ref": version}
         result["subject"]["build"] = {"source": "source-build", "id": "sha256:x", "config": {"id": "cfg1", "malloc": "libc"}}
         write_result(out / f"{night:03d}", result)
-    HistoryStore(tmp_path / "h").ingest([out])
+    ingest(HistoryStore(tmp_path / "h"), [out])
     return tmp_path / "h"
 
 

@@ -13,6 +13,7 @@ from vkbench.cli import main
 from vkbench.cli.detect import detect_cmd
 from vkbench.detect import run_detection
 from vkbench.errors import ConfigError
+from vkbench.history.ingest import ingest
 from vkbench.history import HistoryStore
 
 
@@ -35,7 +36,7 @@ def build_history(tmp_path, levels, *, nights=50, cv=0.01, seed=1, io_threads=(2
                 fingerprint_id=fingerprint(night), workflow_run_url=f"https://github.com/o/r/actions/runs/{night}",
             )
             write_result(out / f"{night:03d}", result)
-    HistoryStore(tmp_path / "h").ingest([out])
+    ingest(HistoryStore(tmp_path / "h"), [out])
     return tmp_path / "h"
 
 
@@ -108,7 +109,7 @@ def test_invalid_runs_are_excluded(tmp_path):
         write_result(out, make_result(run_id=f"n{night:02d}", timestamp=f"2026-10-{night % 28 + 1:02d}T{night // 28:02d}:00:00Z",
                                       rps={"SET": 200_000 if bad else 400_000 * (1 + 0.01 * (night % 3))},
                                       valid=not bad, flags=["client-bound"] if bad else []))
-    HistoryStore(tmp_path / "h").ingest([out])
+    ingest(HistoryStore(tmp_path / "h"), [out])
     assert run_detection(tmp_path / "h")["change_points"] == []
 
 

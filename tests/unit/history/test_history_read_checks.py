@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from factory import make_result, write_result
 
+from vkbench.history.ingest import ingest
 from vkbench.history.store import HistoryStore
 from cli_outcome import vk  # tests/cli_outcome.py
 
@@ -40,7 +41,7 @@ def pristine(tmp_path_factory) -> Path:
     for i in range(6):
         write_result(base / "res", make_result(run_id=f"night-{i}", timestamp=f"2026-{10 + i // 3}-{1 + i:02d}T02:00:00Z",
                                                rps={"SET": 4e5 + i, "GET": 4.5e5 - i}))
-    HistoryStore(base / "history").ingest([base / "res"])
+    ingest(HistoryStore(base / "history"), [base / "res"])
     code, text = vk("detect", "--history", base / "history")
     assert code == 0, text
     return base / "history"

@@ -8,7 +8,7 @@ import pytest
 from factory import make_result, nightly_series, write_result
 
 from vkbench.errors import ResultFileError
-from vkbench.history import HistoryStore, series_key
+from vkbench.history import HistoryStore, ingest, series_key
 from vkbench.history.series import segments, sid_of
 from vkbench.history.store import read_jsonl
 
@@ -40,7 +40,7 @@ def test_ingest_layout_and_index(tmp_path):
     raw.mkdir()
     (raw / "rep0.txt").write_text("raw output")
     store = HistoryStore(tmp_path / "h")
-    report = store.ingest([tmp_path / "res"])
+    report = ingest(store, [tmp_path / "res"])
     assert (report.files, report.added, report.skipped, report.new_series) == (3, 3, 0, 1)
 
     assert json.loads((tmp_path / "h" / "format.json").read_text()) == {"history_version": 2}
@@ -69,9 +69,9 @@ def test_ingest_layout_and_index(tmp_path):
 def test_ingest_is_idempotent(tmp_path):
     nightly_series(tmp_path / "res", [1.0e5, 1.1e5])
     store = HistoryStore(tmp_path / "h")
-    store.ingest([tmp_path / "res"])
+    ingest(store, [tmp_path / "res"])
     index_before = (tmp_path / "h" / "index.json").read_bytes()
-    report = store.ingest([tmp_path / "res"])
+    report = ingest(store, [tmp_path / "res"])
     assert (report.added, report.skipped) == (0, 2)
     assert (tmp_path / "h" / "index.json").read_bytes() == index_before   # not even rewritten
     (sid,) = store.series_ids()
@@ -80,7 +80,7 @@ def test_ingest_is_idempotent(tmp_path):
 
 def test_same_file_twice_in_one_batch_counts_once(tmp_path):
     path = write_result(tmp_path / "res", make_result())
-    report = HistoryStore(tmp_path / "h").ingest([path, path])
+    report = ingest(HistoryStore(tmp_path / "h"), [path, path])
     assert (report.files, report.added) == (1, 2)      # two commands, one file
 
 
@@ -88,12 +88,12 @@ def test_shards_by_month_and_sorted_reading(tmp_path):
     store = HistoryStore(tmp_path / "h")
     # ingest out of order: December first, then October and November
     late = write_result(tmp_path / "a", make_result(run_id="r3", timestamp="2026-12-02T02:00:00Z", rps={"SET": 3.0}))
-    store.ingest([late])
+    ingest(store, [late])
     early = [
         write_result(tmp_path / "b", make_result(run_id="r1", timestamp="2026-10-31T23:00:00Z", rps={"SET": 1.0})),
         write_result(tmp_path / "b", make_result(run_id="r2", timestamp="2026-11-01T00:30:00Z", rps={"SET": 2.0})),
     ]
-    store.ingest(early)
+    ingest(store, early)
     (sid,) = store.series_ids()
     assert store.shard_months(sid) == ["2026-10", "2026-11", "2026-12"]
     assert store.index()["series"][sid]["shards"] == ["2026-10", "2026-11", "2026-12"]
@@ -109,14 +109,14 @@ def test_a_bad_file_in_the_batch_writes_nothing(tmp_path):
     bad.write_text('{"schema_version": 1, "kind": "vkbench.result"')     # truncated
     store = HistoryStore(tmp_path / "h")
     with pytest.raises(ResultFileError) as exc:
-        store.ingest([*good, bad])
+        ingest(store, [*good, bad])
     assert "zz-broken.json" in str(exc.value)
     assert not (tmp_path / "h").exists() or not any((tmp_path / "h").iterdir())
 
 
 def test_a_bad_file_leaves_an_existing_history_untouched(tmp_path):
     store = HistoryStore(tmp_path / "h")
-    store.ingest(nightly_series(tmp_path / "res", [1.0e5]))
+    ingest(store, nightly_series(tmp_path / "res", [1.0e5]))
     snapshot = {p: p.read_bytes() for p in (tmp_path / "h").rglob("*") if p.is_file()}
     invalid = make_result(run_id="new")
     invalid = dict(invalid, validity={"valid": "yes", "flags": []})      # fails the schema
@@ -125,7 +125,7 @@ def test_a_bad_file_leaves_an_existing_history_untouched(tmp_path):
     bad.write_text(json.dumps(invalid))
     fresh = write_result(tmp_path / "new", make_result(run_id="fresh", timestamp="2026-10-05T02:00:00Z"))
     with pytest.raises(ResultFileError, match="invalid.json"):
-        store.ingest([fresh, bad])
+        ingest(store, [fresh, bad])
     assert {p: p.read_bytes() for p in (tmp_path / "h").rglob("*") if p.is_file()} == snapshot
 
 
@@ -134,22 +134,22 @@ def test_newer_result_schema_is_refused_naming_the_file(tmp_path):
     path = tmp_path / "future.json"
     path.write_text(json.dumps(newer))
     with pytest.raises(ResultFileError, match=r"future\.json.*schema_version 2 is newer"):
-        HistoryStore(tmp_path / "h").ingest([path])
+        ingest(HistoryStore(tmp_path / "h"), [path])
 
 
 def test_corrupt_index_is_an_error_not_an_empty_history(tmp_path):
     store = HistoryStore(tmp_path / "h")
-    store.ingest(nightly_series(tmp_path / "res", [1.0e5]))
+    ingest(store, nightly_series(tmp_path / "res", [1.0e5]))
     (tmp_path / "h" / "index.json").write_text('{"history_version": 1, "series": {')
     with pytest.raises(ResultFileError, match="index.json: corrupt JSON"):
         store.index()
     with pytest.raises(ResultFileError, match="index.json"):
-        store.ingest(nightly_series(tmp_path / "more", [1.0e5], start_day=5))
+        ingest(store, nightly_series(tmp_path / "more", [1.0e5], start_day=5))
 
 
 def test_newer_history_version_is_refused(tmp_path):
     store = HistoryStore(tmp_path / "h")
-    store.ingest(nightly_series(tmp_path / "res", [1.0e5]))
+    ingest(store, nightly_series(tmp_path / "res", [1.0e5]))
     (tmp_path / "h" / "format.json").write_text('{"history_version": 3}')
     with pytest.raises(ResultFileError, match="history_version 3 is newer"):
         store.index()
@@ -157,7 +157,7 @@ def test_newer_history_version_is_refused(tmp_path):
 
 def test_corrupt_series_line_names_the_shard(tmp_path):
     store = HistoryStore(tmp_path / "h")
-    store.ingest(nightly_series(tmp_path / "res", [1.0e5]))
+    ingest(store, nightly_series(tmp_path / "res", [1.0e5]))
     (sid,) = store.series_ids()
     shard = store.shard_path(sid, "2026-10")
     shard.write_text(shard.read_text() + '{"run_id": "x", "timest\n')
@@ -177,11 +177,11 @@ def test_crash_before_the_index_heals_on_reingest(tmp_path, monkeypatch):
 
     monkeypatch.setattr(HistoryStore, "write_index", crash)
     with pytest.raises(KeyboardInterrupt):
-        store.ingest(paths)
+        ingest(store, paths)
     monkeypatch.undo()
     assert not (tmp_path / "h" / "index.json").exists()
     assert not list((tmp_path / "h").rglob(".*.jsonl.*"))        # no temp files left behind
-    report = store.ingest(paths)
+    report = ingest(store, paths)
     assert (report.added, report.skipped) == (0, 2)
     (sid,) = store.series_ids()
     assert store.index()["series"][sid]["points"] == 2
@@ -202,7 +202,7 @@ def test_raw_dirs_inside_a_results_dir_are_not_results(tmp_path):
     raw = tmp_path / "res" / "cell.raw"
     raw.mkdir()
     (raw / "memtier.json").write_text('{"ALL STATS": {}}')       # memtier's own JSON
-    report = HistoryStore(tmp_path / "h").ingest([tmp_path / "res"])
+    report = ingest(HistoryStore(tmp_path / "h"), [tmp_path / "res"])
     assert report.files == 1
 
 
@@ -212,7 +212,7 @@ def test_rebuild_index_repairs_a_lost_index(tmp_path):
     from vkbench.cli.ingest import ingest_cmd
 
     store = HistoryStore(tmp_path / "h")
-    store.ingest(nightly_series(tmp_path / "res", [1.0e5, 1.1e5, 1.2e5]))
+    ingest(store, nightly_series(tmp_path / "res", [1.0e5, 1.1e5, 1.2e5]))
     good = store.index()
     (tmp_path / "h" / "index.json").write_text("garbage")
     out = CliRunner().invoke(ingest_cmd, ["--history", str(tmp_path / "h"), "--rebuild-index"])

@@ -179,3 +179,27 @@ def test_memory_block_and_memory_stats_flattening():
     assert memory_block(0, 1, 1)["bytes_per_key"] is None
     reply = [b"peak.allocated", 1, b"db.0", [b"overhead.hashtable.main", 112], b"db.dict.rehashing.count", 0]
     assert _flat(reply) == {"peak.allocated": 1, "overhead.hashtable.main": 112, "db.dict.rehashing.count": 0}
+
+
+def test_function_diff_names_the_function_whose_self_cost_per_op_changed():
+    before = callgrind.parse(SMALL)
+    after = callgrind.parse(SMALL.replace("20 100\n", "20 150\n").replace("totals: 560", "totals: 610"))
+    rows = callgrind.function_diff(before, after, before_ops=10, after_ops=10)
+    assert rows == [{"function": "processCommand", "before": 10.0, "after": 15.0, "delta": 5.0}]
+    # Per operation: the same dump over twice the operations halves every function.
+    halved = callgrind.function_diff(before, before, before_ops=10, after_ops=20, limit=1)
+    assert halved == [{"function": "processCommand", "before": 10.0, "after": 5.0, "delta": -5.0}]
+    with pytest.raises(ValueError):
+        callgrind.function_diff(before, after, before_ops=0, after_ops=1)
+
+
+def test_read_any_takes_the_gzipped_dumps_a_run_keeps(tmp_path):
+    p = callgrind.read_any(FIXTURES / "valkey-9.1.2-get-2000.out.gz")
+    assert p.total() == 15838367
+    plain = tmp_path / "dump.out"
+    plain.write_text(SMALL)
+    assert callgrind.read_any(plain).total() == 560
+    bad = tmp_path / "bad.out.gz"
+    bad.write_bytes(b"not gzip")
+    with pytest.raises(ParseError, match="not a gzipped"):
+        callgrind.read_any(bad)

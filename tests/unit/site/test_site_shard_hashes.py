@@ -17,6 +17,8 @@ from factory import make_result, write_result  # noqa: E402
 
 import history_factory  # noqa: E402  (tests/browser, on the path through conftest.py)
 
+from vkbench.history.ingest import ingest  # noqa: E402
+
 from vkbench.history.store import HistoryStore  # noqa: E402
 from vkbench.site.build import build_site  # noqa: E402
 from cli_outcome import vk  # tests/cli_outcome.py
@@ -48,7 +50,7 @@ def v2_history(tmp_path) -> Path:
     for i in range(6):
         write_result(tmp_path / "res", make_result(run_id=f"night-{i}", timestamp=f"2026-{10 + i // 3}-{1 + i:02d}T02:00:00Z",
                                                    rps={"SET": 4e5 + i, "GET": 4.5e5 - i}))
-    HistoryStore(tmp_path / "history").ingest([tmp_path / "res"])
+    ingest(HistoryStore(tmp_path / "history"), [tmp_path / "res"])
     return tmp_path / "history"
 
 
@@ -71,7 +73,7 @@ def test_an_appended_nightly_is_still_extended_not_rebuilt(v2_history, tmp_path)
     site = tmp_path / "site"
     build_site(v2_history, site)
     write_result(tmp_path / "res2", make_result(run_id="night-9", timestamp="2026-11-20T02:00:00Z"))
-    HistoryStore(v2_history).ingest([tmp_path / "res2"])
+    ingest(HistoryStore(v2_history), [tmp_path / "res2"])
     report = build_site(v2_history, site)
     assert (report.mode, report.appended, report.rebuilt, report.kept) == ("incremental", 2, 0, 0)
 
