@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cli_outcome import vk  # noqa: E402
 from factory import make_result, write_result  # noqa: E402

@@ -16,13 +16,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
 
 from factory import make_result, nightly_series, write_result  # noqa: E402
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
 
 from factory import make_result, write_result  # noqa: E402
 

@@ -17,7 +17,6 @@ import datetime as dt
 import hashlib
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ import pytest
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
 import aa_nights  # noqa: E402  (a tool script, not a package module)
 
 START = dt.date(2026, 3, 1)

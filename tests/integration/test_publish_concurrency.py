@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
 
 from factory import make_result, write_result  # noqa: E402
 

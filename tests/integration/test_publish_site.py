@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
 
 from factory import make_result, write_result  # noqa: E402
 

@@ -28,7 +28,6 @@ from test_compose_backend import LOCAL_VERSION
 pytestmark = pytest.mark.compose
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
 import twohost_lab  # noqa: E402  (a tool script, not a package module)
 
 CELL = {"server": f"valkey:{LOCAL_VERSION}", "requests": 30000, "keyspace": 3000, "pipeline": 16,

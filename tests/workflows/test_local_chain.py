@@ -18,7 +18,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -423,7 +422,6 @@ UPSTREAM = "https://github.com/valkey-io/valkey"
 def source_nights(dest: Path, nights: int = 14, drop_from: int = 8) -> tuple[Path, list[str]]:
     """Result files of a nightly of upstream's unstable built from source (one commit a night),
     20 % slower from night ``drop_from``: detection reports an incident between two commits."""
-    sys.path.insert(0, str(REPO / "tests" / "unit" / "history"))
     from factory import make_result, write_result
 
     commits = [hashlib.sha1(f"night {n}".encode()).hexdigest() for n in range(nights)]

@@ -90,6 +90,10 @@ def cells_from(source: str | None, cell_args: tuple[str, ...], kwargs: dict[str,
         return [cell_from_arg(arg, overrides) for arg in cell_args]
     if not source:
         raise UsageError("nothing to run", hint="give a preset (--preset smoke), a matrix YAML file, or --cell JSON")
+    from ..catalogs.plan import is_catalog_source, plan_catalog
+
+    if is_catalog_source(source):
+        return plan_catalog(source, overrides).cells
     return expand_matrix(load_matrix(source), overrides=overrides, cores=cores)
 
 

@@ -16,7 +16,7 @@ from .run_display import ProgressDisplay, print_summary
 
 
 @click.command("run")
-@click.argument("source", metavar="[FILE_OR_PRESET]", required=False)
+@click.argument("source", metavar="[FILE_OR_PRESET_OR_SPECS]", required=False)
 @click.option("--preset", help="A shipped preset: smoke, pi-cm4-blog, io-threads-sweep, pipeline-sweep, read-replicas, nightly.")
 @click.option("--cell", "cell_args", multiple=True, metavar="JSON",
               help="One cell as JSON (the 'cell' field of `vkbench matrix --format github`). Repeatable.")
@@ -52,6 +52,9 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
       vkbench run --preset smoke
       vkbench run my-matrix.yaml --versions valkey:9.1.2 --io-threads 1,2 --out results/
       vkbench run --cell '{"server":"valkey:9.1.2","topology":"cluster:3"}' --backend compose
+      vkbench run 'specs:memtier_benchmark-1Mkeys-load-hash-*' --duration 5 --dry-run
+      vkbench run path/to/spec.yml --duration 5          # a redis-benchmarks-specification spec (or a folder)
+      vkbench run perf:benchmark-configs.json --requests 100000   # a valkey-perf-benchmark config
     """
     if preset and source:
         raise UsageError("give a matrix file or --preset, not both", hint="drop one of them")
@@ -64,6 +67,11 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
 
         for line in cleanup(options) or ["nothing to clean up"]:
             err.print(line)
+        return
+    from ..catalogs.plan import is_catalog_source
+
+    if source and not cell_args and is_catalog_source(source):
+        _run_catalog(source, kwargs, options, dry_run, as_json, err)
         return
     cells = cells_from(source or preset, cell_args, kwargs)
     if dry_run:
@@ -79,3 +87,51 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
     else:
         print_summary(report, make_console())
     report.raise_for_failures()
+
+
+def _run_catalog(source, kwargs, options, dry_run, as_json, err) -> None:
+    """A spec, a folder of specs, specs:GLOB or perf:FILE: run what can run, list what cannot."""
+    from ..catalogs.plan import plan_catalog
+    from ._options import overrides_from
+
+    kwargs.pop("cores", None)
+    plan = plan_catalog(source, overrides_from(kwargs))
+    if dry_run:
+        if as_json:
+            click.echo(json.dumps(plan.to_json(), indent=2))
+        else:
+            print_catalog_plan(plan, make_console())
+        return
+    for refusal in plan.refusals:
+        err.print(f"refused {refusal.name}: {refusal.detail}", markup=False, highlight=False)
+    if not plan.cells:
+        raise UsageError(f"{source}: nothing runnable ({len(plan.refusals)} refused)",
+                         hint="the reasons are listed above; `--dry-run` shows the plan")
+    with ProgressDisplay(plan.cells, console=err) as display:
+        report = run_session(plan.cells, options, progress=display.update)
+    if as_json:
+        click.echo(json.dumps({**report.to_json(), "refused": [r.to_json() for r in plan.refusals]}, indent=2))
+    else:
+        print_summary(report, make_console())
+    report.raise_for_failures()
+
+
+def print_catalog_plan(plan, console) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{plan.source}: {len(plan.runnable_names())} of {plan.entries} runnable, "
+                        f"{len(plan.cells)} cells", title_justify="left")
+    for col in ("spec", "groups", "server", "topology", "io", "clients", "P", "length"):
+        table.add_column(col, overflow="fold")
+    for c in plan.cells:
+        length = f"{c.duration} s" if c.duration else f"{c.requests} req"
+        table.add_row(c.catalog.name, ",".join(c.catalog.groups), c.server, c.topology, str(c.io_threads),
+                      str(c.clients), str(c.pipeline), length)
+    console.print(table)
+    if plan.refusals:
+        refused = Table(title=f"refused: {len(plan.refusals)}", title_justify="left")
+        for col in ("spec", "reason", "detail"):
+            refused.add_column(col, overflow="fold")
+        for r in plan.refusals:
+            refused.add_row(r.name, r.reason, r.detail)
+        console.print(refused)

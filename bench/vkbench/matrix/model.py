@@ -66,7 +66,8 @@ class ToolCommandSpec(BaseModel):
     """One memtier ``--command`` with its ``--command-ratio`` and ``--command-key-pattern``."""
 
     model_config = ConfigDict(extra="forbid")
-    command: str = Field(min_length=1, max_length=1000, description="e.g. 'SET __key__ __data__', 'GET __key__'")
+    command: str = Field(min_length=1, max_length=65536,
+                         description="e.g. 'SET __key__ __data__', 'GET __key__' (catalog specs write long ones)")
     ratio: int = Field(1, ge=1, le=1000000)
     key_pattern: Literal["G", "R", "Z", "S", "P"] = "R"
 
@@ -160,11 +161,70 @@ class Workload(BaseModel):
         return int(sets), int(gets)
 
 
+_CATALOG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:#+-]{0,199}$")
+_INIT_ARG = re.compile(r"^[^\x00]{0,65536}$", re.DOTALL)
+
+
+class CatalogEntry(BaseModel):
+    """Where a cell came from when it came from a workload catalog (vkbench.catalogs): the
+    spec or config, its groups and commands, and what it asks before measuring."""
+
+    model_config = ConfigDict(extra="forbid")
+    source: Literal["redis-benchmarks-specification", "valkey-perf-benchmark"]
+    name: str = Field(description="the spec's name, or the config file and entry (benchmark-configs.json#0)")
+    groups: list[str] = Field(default_factory=list, max_length=32)
+    commands: list[str] = Field(default_factory=list, max_length=64)
+    preload: list[str] = Field(default_factory=list, max_length=512,
+                               description="memtier_benchmark arguments of the spec's preload (run before measuring)")
+    init_commands: list[list[str]] = Field(default_factory=list, max_length=10000,
+                                           description="commands sent once after the preload (init_commands, init_lua)")
+    keyspacelen: int | None = Field(None, ge=0, description="keys the spec expects after its preload (dbconfig.check)")
+    spec_duration: int | None = Field(None, description="the spec's own --test-time / duration, before overrides")
+    spec_requests: int | None = Field(None, description="the spec's own request count, before overrides")
+    notes: list[str] = Field(default_factory=list, max_length=16, description="how the spec was mapped, where not 1:1")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _CATALOG_NAME.match(value):
+            raise ValueError(f"{value[:60]!r} is not a catalog entry name (letters, digits, . _ : # + -)")
+        return value
+
+    @field_validator("groups", "commands")
+    @classmethod
+    def _words(cls, value: list[str]) -> list[str]:
+        for word in value:
+            if not _TEST.match(word):
+                raise ValueError(f"{word[:40]!r} is not a group or command name")
+        return value
+
+    @field_validator("preload")
+    @classmethod
+    def _preload(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if not _INIT_ARG.match(arg) or len(arg) > 65536:
+                raise ValueError(f"{arg[:40]!r}: a preload argument is at most 65536 characters without NUL")
+        return value
+
+    @field_validator("init_commands")
+    @classmethod
+    def _init(cls, value: list[list[str]]) -> list[list[str]]:
+        for command in value:
+            if not command or len(command) > 20000 or not all(_INIT_ARG.match(a) for a in command):
+                raise ValueError("an init command is 1-20000 arguments without NUL, each at most 64 KB")
+        return value
+
+    def summary(self) -> dict[str, Any]:
+        """What identifies the entry in results and series (the preload and init commands stay
+        in the cell and its id, not in every series line)."""
+        return {"source": self.source, "name": self.name, "groups": self.groups, "commands": self.commands}
+
+
 #: Workload fields valkey-/redis-benchmark can express (the rest is memtier only).
 BENCHMARK_WORKLOAD_FIELDS = {"protocol", "acl_user", "tls"}
 #: Cell fields added after results existed: left out of dimensions and the cell id while at
 #: their default, so the series of existing cells keep their identity.
-OPTIONAL_DIMENSIONS: dict[str, Any] = {"workload": None, "tool_args": [], "instrument": "wallclock"}
+OPTIONAL_DIMENSIONS: dict[str, Any] = {"workload": None, "tool_args": [], "instrument": "wallclock", "catalog": None}
 
 
 def instructions_refusal(cell: "Cell") -> str | None:
@@ -216,6 +276,7 @@ class Cell(BaseModel):
     runner: str = Field("local", description="machine class / runner label: pi-cm4, cloud-x86, cloud-arm64, local")
     instrument: Instrument = Field("wallclock", description="wallclock (rps, latency), instructions (per operation, "
                                                             "under callgrind: docs/instructions.md) or both")
+    catalog: CatalogEntry | None = Field(None, description="the catalog spec or config this cell comes from")
 
     @field_validator("server")
     @classmethod
@@ -313,6 +374,8 @@ class Cell(BaseModel):
     def dimensions(self) -> dict[str, Any]:
         """Every dimension that defines what was measured (the series key, minus runner)."""
         data = self._identity_dump()
+        if self.catalog is not None:
+            data["catalog"] = self.catalog.summary()
         data.pop("server")
         data["engine"], data["version"] = self.engine, self.version
         return data

@@ -64,6 +64,7 @@ class CellState:
     profile: dict | None = None
     memory: dict | None = None              # after the preload: keys, used_memory before/after, bytes_per_key
     instructions: dict | None = None        # instrument instructions|both: instruments.valgrind.summarize
+    catalog_prepared: dict | None = None    # a catalog cell's preload and init commands (once)
 
 
 def new_password() -> str:
@@ -142,7 +143,16 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
     cell = state.cell
     if cell.workload and cell.workload.acl_user:
         preloading.create_acl_user(deployment, cell.workload.acl_user)
+    if cell.catalog is not None:       # every deployment (an interleaved run deploys once per round)
+        from .catalog_prepare import prepare_catalog_cell
+
+        prepared = prepare_catalog_cell(cell, deployment, tool, raw_dir=raw_dir,
+                                        timeout=ctx.repetition_timeout,
+                                        scrub=lambda t: _scrub(t, deployment.spec.password))
+        state.catalog_prepared = state.catalog_prepared or prepared
     reads = preloading.cell_reads(cell)
+    if cell.catalog is not None:
+        reads = False      # the spec's own preload wrote the keyspace; its key count is recorded above
     if cell.preload and cell.keyspace and reads:
         before = preloading.used_memory(deployment)
         written = preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell))
@@ -384,6 +394,9 @@ def build_result(state: CellState, ctx: RunContext) -> dict:
                       "detail": str(getattr(tool, "path", ""))},
         },
         "dimensions": cell.dimensions(),
+        **({"catalog": {**cell.catalog.model_dump(mode="json", exclude={"preload", "init_commands"}),
+                        "preload_args": cell.catalog.preload, "init_command_count": len(cell.catalog.init_commands),
+                        "prepared": state.catalog_prepared}} if cell.catalog is not None else {}),
         "repetitions": state.repetitions,
         "summary": summarize_repetitions(state.repetitions),
         "environment": ctx.environment,

@@ -234,7 +234,9 @@ def _memtier(cell, target, password, tool_path, requests, json_out, host, cluste
         if not (sets or gets):
             raise UsageError("memtier_benchmark cells need set and/or get", hint="use tests: [set, get], [set] or [get]")
         argv.append(f"--ratio={sets}:{gets}")
-    argv.append(f"--key-pattern={workload.key_pattern if workload and workload.key_pattern else 'R:R'}")
+        # Only without --command: memtier refuses --key-pattern beside arbitrary commands (each
+        # command has its own --command-key-pattern).
+        argv.append(f"--key-pattern={workload.key_pattern if workload and workload.key_pattern else 'R:R'}")
     if workload and workload.data_size_range:
         argv.append(f"--data-size-range={workload.data_size_range}")
         if workload.data_size_pattern:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from vkbench.alerts.summary import build_warning, compare_url
 from vkbench.compare import build_warnings
 from vkbench.history.series import point_from_result
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "history"))
 from factory import make_result  # noqa: E402
 
 

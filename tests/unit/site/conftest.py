@@ -3,13 +3,11 @@ a site built from it with the repository's reference figures."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "browser"))  # the history factory lives beside the browser tests
 
 import history_factory  # noqa: E402
 

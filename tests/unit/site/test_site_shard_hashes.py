@@ -5,13 +5,11 @@ rebuilt from its shards, never kept, when the index has no digests to check it b
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "unit" / "history"))
 
 from factory import make_result, write_result  # noqa: E402
 

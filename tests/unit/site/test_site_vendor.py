@@ -25,7 +25,6 @@ REPO = Path(__file__).resolve().parents[3]
 SITE_SRC = REPO / "site-src"
 LOCK = json.loads((SITE_SRC / "package-lock.json").read_text())
 MANIFEST = json.loads((vendor_dir() / "manifest.json").read_text())
-sys.path.insert(0, str(REPO / "tools"))
 from sync_site_vendor import PACKAGES  # noqa: E402  (vendored name <- path inside the npm package)
 
 

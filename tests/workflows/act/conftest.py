@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests/workflows: github_api_standin.py
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # tests/: source_builds.py
 
 import act_harness as ah  # noqa: E402
 
