@@ -10,12 +10,14 @@ incompressible-ish text). Every ``--every`` nights (and after the last) it copie
 repository, packs it with ``git gc`` and prints one row:
 
     night, points, files and bytes in the branch trees (site / everything else), largest file,
-    pack size and bytes per point, the last publish's wall time.
+    pack size and bytes per point, the last publish's wall time and CPU time (user + system of
+    vkbench and its git children: the figure to compare on a loaded machine).
 
 Usage:
     .venv/bin/python tools/sim_history.py --series 16 --nights 60
     .venv/bin/python tools/sim_history.py --series 160 --nights 30 --every 10 --json
-    extra publish options go after ``--``:  tools/sim_history.py --series 16 --nights 30 -- --site-branch gh-pages
+    .venv/bin/python tools/sim_history.py --series 16 --nights 60 --branch vkbench-data --site-branch gh-pages
+    extra publish options go after ``--``:  tools/sim_history.py --series 16 --nights 30 -- --full-fetch
 
 Keep it out of the test suite: it is a measurement (minutes at the larger scales).
 """
@@ -26,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -157,6 +160,35 @@ def points_in(bare: Path, branch: str, history_subdir: str) -> int:
     return sum(entry.get("points", 0) for entry in index["series"].values())
 
 
+def seed_bulk_history(work: Path, bare: Path, cells: int, nights: int, branch: str, seed: int):
+    """Write ``nights`` nights of ``cells * 2`` series straight into a history, commit it on
+    ``branch`` of ``bare``; returns the writer of later nights' results (same series)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import numpy as np
+    from bench_history_scale import bulk_history
+    from bench_history_scale import make_result as scale_result
+
+    from vkbench.history.store import HistoryStore
+
+    checkout = work / "seed"
+    started = time.monotonic()
+    bulk_history(HistoryStore(checkout / "history"), cells, nights, seed)
+    git("init", "-q", "-b", branch, str(checkout))
+    git("add", "-A", cwd=checkout)
+    git("-c", "user.name=sim", "-c", "user.email=sim@example.invalid", "commit", "-qm", f"{nights} nights of past", cwd=checkout)
+    git("push", "-q", str(bare), f"HEAD:refs/heads/{branch}", cwd=checkout)
+    shutil.rmtree(checkout)
+    print(f"# seeded {cells * 2} series x {nights} nights in {time.monotonic() - started:.0f} s", flush=True)
+    rng = np.random.default_rng(seed + 1)
+
+    def write(directory: Path, night: int) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        for cell in range(cells):
+            result = validate_result(scale_result(cell, night, rng))
+            (directory / f"cell-{cell:04d}.json").write_text(json.dumps(result))
+    return write
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -169,12 +201,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=10, help="print a row every N nights")
     parser.add_argument("--raw-bytes", type=int, default=3000, help="raw output per cell (0: none)")
     parser.add_argument("--branch", default="gh-pages")
-    parser.add_argument("--data-branch", default=None, help="also measure this branch (with publish --data-branch)")
+    parser.add_argument("--site-branch", default=None, help="publish the site alone on this branch, the history on --branch (publish --site-branch)")
     parser.add_argument("--dir", type=Path, default=None, help="keep the bare repository here (default: a temporary one)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print rows as JSON lines")
+    parser.add_argument("--bulk-nights", type=int, default=0,
+                        help="first write this many nights of past directly (tools/bench_history_scale.py's bulk writer: series "
+                             "shards and index, no result copies), push them, then publish --nights nights on top: publish time "
+                             "after years of history (the first publish also builds the whole site)")
     args = parser.parse_args(argv)
     cells = max(1, args.series // 2)
+    global START
+    # the last night is yesterday: retention (publish --keep-raw-days ...) counts age from now
+    today = datetime.now(timezone.utc).replace(hour=2, minute=0, second=0, microsecond=0)
+    START = today - timedelta(days=args.nights)
     rng = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="vkbench-sim-")) if args.dir is None else args.dir
     work.mkdir(parents=True, exist_ok=True)
@@ -182,43 +222,55 @@ def main(argv: list[str] | None = None) -> int:
     if not bare.exists():
         git("init", "-q", "--bare", str(bare))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "bench") + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    header = f"{'night':>5} {'points':>7} {'files':>7} {'tree MB':>8} {'site MB':>8} {'largest file':>30} {'pack MB':>8} {'B/point':>8} {'publish s':>9}"
+    header = f"{'night':>5} {'points':>7} {'files':>7} {'tree MB':>8} {'site MB':>8} {'largest file':>30} {'pack MB':>8} {'B/point':>8} {'pages MB':>8} {'data B/pt':>9} {'publish s':>9} {'cpu s':>6}"
     if not args.json:
         print(f"# {cells * 2} series ({cells} cells), {args.nights} nights, raw {args.raw_bytes} B/cell, publish {' '.join(extra) or '(defaults)'}")
         print(header)
+    writer = None
+    if args.bulk_nights:
+        writer = seed_bulk_history(work, bare, cells, args.bulk_nights, args.branch, args.seed)
     try:
         for night in range(args.nights):
             results = work / "night"
             shutil.rmtree(results, ignore_errors=True)
-            write_night(results, cells, night, rng, args.raw_bytes)
+            if writer is None:
+                write_night(results, cells, night, rng, args.raw_bytes)
+            else:
+                writer(results, args.bulk_nights + night)
             started = time.monotonic()
+            cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
             subprocess.run([sys.executable, "-m", "vkbench", "publish", str(results), "--repo-dir", str(bare),
-                            "--branch", args.branch, "--detect", "--site-out", "site", "--no-reference", *extra],
+                            "--branch", args.branch, "--detect", "--site-out", "site", "--no-reference",
+                            *(["--site-branch", args.site_branch] if args.site_branch else []), *extra],
                            check=True, env=env, capture_output=True, text=True)
             elapsed = time.monotonic() - started
+            cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
             if (night + 1) % args.every and night + 1 != args.nights:
                 continue
-            branches = [args.branch] + ([args.data_branch] if args.data_branch else [])
+            branches = [args.site_branch or args.branch] + ([args.branch] if args.site_branch else [])
             stats = [tree_stats(bare, b, "site") for b in branches]
-            data_branch = args.data_branch or args.branch
-            points = points_in(bare, data_branch, "history")
+            points = points_in(bare, args.branch, "history")
             pack = pack_bytes(bare)
             row = {
                 "night": night + 1, "series": cells * 2, "points": points,
                 "files": sum(s["files"] for s in stats), "tree_bytes": sum(s["bytes"] for s in stats),
-                "site_bytes": stats[0]["site_bytes"] if not args.data_branch else stats[0]["bytes"],
+                "site_bytes": stats[0]["site_bytes"],
+                "pages_tree_bytes": stats[0]["bytes"],
                 "largest": max((s["largest"] for s in stats), key=lambda x: x[1]),
                 "pack_bytes": pack, "pack_bytes_per_point": round(pack / max(points, 1)),
-                "publish_seconds": round(elapsed, 2),
+                "publish_seconds": round(elapsed, 2), "publish_cpu_seconds": round(cpu, 2),
             }
-            if args.data_branch:
-                row["pages_pack_bytes"] = pack_bytes(bare, [args.branch])
+            if args.site_branch:
+                row["data_pack_bytes"] = pack_bytes(bare, [args.branch])
+                row["data_pack_bytes_per_point"] = round(row["data_pack_bytes"] / max(points, 1))
             if args.json:
                 print(json.dumps(row), flush=True)
             else:
                 largest = f"{row['largest'][0][-22:]} {row['largest'][1] / 1e3:.0f}k"
                 print(f"{row['night']:>5} {points:>7} {row['files']:>7} {row['tree_bytes'] / 1e6:>8.2f} {row['site_bytes'] / 1e6:>8.2f} "
-                      f"{largest:>30} {pack / 1e6:>8.2f} {row['pack_bytes_per_point']:>8} {elapsed:>9.2f}", flush=True)
+                      f"{largest:>30} {pack / 1e6:>8.2f} {row['pack_bytes_per_point']:>8} {row['pages_tree_bytes'] / 1e6:>8.2f} "
+                      f"{row.get('data_pack_bytes_per_point', '-'):>9} {elapsed:>9.2f} {cpu:>6.2f}", flush=True)
     except subprocess.CalledProcessError as err:
         print(f"publish failed on night {night + 1}: {err.stderr or err.stdout}", file=sys.stderr)
         return 1

@@ -133,9 +133,16 @@ ci_pages_remote() {
   fi
 }
 
-# ci_clone_pages DEST: a shallow read-only copy of the pages branch (history/ lives there).
+# ci_history_branch: the branch history/ lives on: $VKBENCH_DATA_BRANCH when the history was
+# split off the Pages branch (`vkbench history split`), else the pages branch itself.
+ci_history_branch() {
+  printf '%s\n' "${VKBENCH_DATA_BRANCH:-${VKBENCH_PAGES_BRANCH:-gh-pages}}"
+}
+
+# ci_clone_pages DEST: a shallow read-only copy of the branch history/ lives on.
 ci_clone_pages() {
-  local remote branch="${VKBENCH_PAGES_BRANCH:-gh-pages}"
+  local remote branch
+  branch="$(ci_history_branch)"
   remote="$(ci_pages_remote)"
   rm -rf "$1"
   git clone --quiet --depth 1 --single-branch --branch "$branch" "$remote" "$1"
@@ -306,13 +313,14 @@ ci_md_commit() {
   fi
 }
 
-# ci_record_in_history PAGES MESSAGE TITLE CMD...: clone the pages branch into PAGES, run CMD
+# ci_record_in_history PAGES MESSAGE TITLE CMD...: clone the history's branch into PAGES, run CMD
 # (which writes into PAGES/history), commit what changed with MESSAGE and push; a push rejected
 # by a concurrent writer is retried on the new branch tip (5 attempts, then status 8). CMD's
 # output goes to the job summary under TITLE. Nothing changed: no commit, status 0.
 ci_record_in_history() {
-  local pages="$1" message="$2" title="$3" remote branch="${VKBENCH_PAGES_BRANCH:-gh-pages}" out attempt
+  local pages="$1" message="$2" title="$3" remote branch out attempt
   shift 3
+  branch="$(ci_history_branch)"
   remote="$(ci_pages_remote)" || return 1
   for attempt in 1 2 3 4 5; do
     ci_clone_pages "$pages"

@@ -7,6 +7,10 @@
 #   VKBENCH_PAGES_REPO    git URL or path of the pages repository; default this repo on GitHub
 #   VKBENCH_PAGES_BRANCH  default gh-pages
 #   VKBENCH_SITE_OUT      folder of the branch the site is built into; default site
+#   VKBENCH_DATA_BRANCH   if set, the history lives on this (unpublished) branch and the pages
+#                         branch holds only the site (`vkbench history split` migrates)
+#   VKBENCH_KEEP_RAW_DAYS, VKBENCH_KEEP_RESULTS_DAYS  retention of raw outputs and result
+#                         copies in the history (default: kept forever; series points always are)
 #   GITHUB_TOKEN          a token that may push (contents: write), only in this step's env
 set -euo pipefail
 # shellcheck source=tools/ci/lib.sh
@@ -29,11 +33,19 @@ if [[ -f "$CI_REPO_ROOT/results/annotations.yaml" ]]; then
   annotations=(--annotations "$CI_REPO_ROOT/results/annotations.yaml")
 fi
 
+branches=(--branch "$branch")
+if [[ -n "${VKBENCH_DATA_BRANCH:-}" ]]; then
+  branches=(--branch "$VKBENCH_DATA_BRANCH" --site-branch "$branch")
+fi
+retention=()
+if [[ -n "${VKBENCH_KEEP_RAW_DAYS:-}" ]]; then retention+=(--keep-raw-days "$VKBENCH_KEEP_RAW_DAYS"); fi
+if [[ -n "${VKBENCH_KEEP_RESULTS_DAYS:-}" ]]; then retention+=(--keep-results-days "$VKBENCH_KEEP_RESULTS_DAYS"); fi
+
 # The checkout is kept in $work so the summary reads exactly what was pushed.
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 status=0
-"$VKBENCH" publish "$results" --repo-dir "$remote" --branch "$branch" --detect "${annotations[@]}" \
+"$VKBENCH" publish "$results" --repo-dir "$remote" "${branches[@]}" --detect "${annotations[@]}" "${retention[@]}" \
   --site-out "$site" --workdir "$work/pages" || status=$?
 # A failure (8: the push lost every race) was annotated by vkbench itself, with its hint.
 [[ $status -eq 0 ]] || exit "$status"

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "detect": ("detect", "detect_cmd", "Find change points (regressions, improvements) in a history or one series."),
     "alert": ("alert", "alert_cmd", "Open, update or close GitHub issues for regression incidents."),
     "publish": ("publish", "publish_cmd", "Ingest into a git branch (gh-pages) and push, retrying on races."),
+    "history": ("history", "history_group", "Retention (raw outputs, result copies) and the split of history/ off the Pages branch."),
     "export": ("export", "export_group", "Export results for other tools (github-action-benchmark)."),
     "advise": ("advise", "advise_cmd", "Recommend io-threads per machine class from io-threads sweep results."),
     "profile": ("profile", "profile_group", "Compare CPU profiles recorded with `vkbench run --profile`."),

@@ -34,10 +34,19 @@ def _site_builder():
               help="Published figures for the site's overlay [default: the ones shipped with vkbench].")
 @click.option("--no-reference", is_flag=True, help="Draw no reference overlay on the site.")
 @click.option("--full-site", is_flag=True, help="Rebuild every series of the site (default: only what the new results changed).")
+@click.option("--site-branch", default=None,
+              help="Put only the site (--site-out) on this branch (the one Pages serves) and keep the history on --branch, "
+                   "which is then not published; both are pushed atomically. Migrate with `vkbench history split`.")
+@click.option("--keep-raw-days", type=click.IntRange(0, 36500), default=None,
+              help="Retention: remove raw outputs older than this before committing (incident profiles stay; default: keep forever).")
+@click.option("--keep-results-days", type=click.IntRange(0, 36500), default=None,
+              help="Retention: remove full result copies older than this (series points stay forever; default: keep forever).")
+@click.option("--shallow/--full-fetch", default=True, show_default=True,
+              help="Fetch only the branch tips (--depth 1): the publish costs the night's work, not the history's.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Keep the checkout here (default: a temporary directory).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, max_retries, run_detect, annotations, site_out,
-                reference_dir, no_reference, full_site, workdir, as_json):
+                reference_dir, no_reference, full_site, site_branch, keep_raw_days, keep_results_days, shallow, workdir, as_json):
     """Ingest RESULTS into the history on BRANCH and push (safe with concurrent publishers)."""
     from ..history.publish import publish
     from ..paths import check_apart, check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
@@ -71,6 +80,10 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
             from ..detect.runner import run_detection
 
             run_detection(history, annotations)
+        if keep_raw_days is not None or keep_results_days is not None:
+            from ..history.retain import retain
+
+            click.echo(retain(history, keep_raw_days=keep_raw_days, keep_results_days=keep_results_days).summary(), err=True)
         if build_site is not None:
             check_no_symlink(root, root / site_out, "site")   # the branch may carry a symlinked site folder
             site = build_site(history, root / site_out, reference_dir=reference_dir, full=full_site)
@@ -79,12 +92,14 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
     report = publish(
         results, repo_dir, branch, history_subdir=history_subdir, message=message,
         max_retries=max_retries, retry_for=retry_for, before_commit=before_commit, workdir=workdir,
+        site_branch=site_branch, site_subdir=site_out if site_branch else None, shallow=shallow,
     )
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))
         return
     ing = report.ingest
     if report.pushed:
-        click.echo(f"pushed {report.commit[:12]} to {branch} (attempt {report.attempts}): {ing.added} new point(s) from {ing.files} file(s)")
+        where = f"{branch} and {site_branch}" if site_branch else branch
+        click.echo(f"pushed {report.commit[:12]} to {where} (attempt {report.attempts}): {ing.added} new point(s) from {ing.files} file(s)")
     else:
         click.echo(f"nothing new to publish on {branch}: {ing.files} file(s) already in the history")

@@ -60,8 +60,8 @@ class _Git:
         self.cwd = cwd
         self.env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
 
-    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["git", *args], cwd=self.cwd, env=self.env, capture_output=True, text=True)
+    def __call__(self, *args: str, check: bool = True, input_text: str | None = None) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["git", *args], cwd=self.cwd, env=self.env, capture_output=True, text=True, input=input_text)
         if check and proc.returncode != 0:
             raise PublishError(
                 redact(f"git {' '.join(args)} failed in {self.cwd}: {proc.stderr.strip() or proc.stdout.strip()}"),
@@ -94,6 +94,9 @@ def publish(
     backoff: float = 0.5,
     max_backoff: float = 15.0,
     retry_for: float = 900.0,
+    site_branch: str | None = None,
+    site_subdir: str | None = None,
+    shallow: bool = True,
 ) -> PublishReport:
     """Ingest ``results`` into ``<checkout>/<history_subdir>`` on ``branch`` and push.
 
@@ -105,21 +108,31 @@ def publish(
 
     A rejected push is retried until ``retry_for`` seconds have passed since the first attempt
     (and, if given, at most ``max_retries`` times).
+
+    ``shallow``: fetch only the branch tips (``--depth 1``), so a publish costs the night's
+    work, not the branch's past (not for an existing work tree, which is used as it is).
+    ``site_branch``: ``branch`` then holds the history (a data branch nobody publishes) and
+    ``site_branch`` only ``<site_subdir>/`` (what the browser loads); both are pushed in one
+    atomic push, so either both land or neither does (docs/history-format.md, "Branches").
     """
     # names from flags are checked here too (the library is called without the CLI as well):
     # a branch that git would read as an option or a forced refspec, a remote that starts with
     # '-', a history folder outside the checkout
     check_branch_name(branch)
     safe_subpath(history_subdir, "--history-subdir")
+    if site_branch is not None:
+        check_branch_name(site_branch)
+        _check_site_split(branch, site_branch, history_subdir, site_subdir)
     remote_str = check_repo_arg(str(remote))
     paths = input_files(results)
     load_all(paths)                             # every file valid before any git work
     with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
         return _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir,
-                        backoff, max_backoff, retry_for)
+                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow)
 
 
-def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for):
+def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
+             site_branch, site_subdir, shallow):
     in_place = is_worktree(remote_str)
     temp = None
     if in_place:
@@ -144,13 +157,41 @@ def _publish(paths, remote_str, branch, history_subdir, message, max_retries, be
                 git("remote", "set-url", "--", "origin", remote_str)
             else:
                 git("remote", "add", "--", "origin", remote_str)
-        return _publish_loop(git, root, paths, branch, history_subdir, message, max_retries, before_commit, backoff, max_backoff, retry_for)
+        layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place)
+        return _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for)
     finally:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
 
 
-def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries, before_commit, backoff, max_backoff, retry_for):
+@dataclass(frozen=True)
+class _Layout:
+    """Where things go: the history on ``branch``; the site in ``site_subdir``, on
+    ``site_branch`` when the site is split off (else on ``branch`` too)."""
+
+    branch: str
+    history_subdir: str
+    site_branch: str | None
+    site_subdir: str | None
+    shallow: bool
+
+
+_SITE_INDEX = "vkbench-site.index"   # the site branch's own index file inside .git
+
+
+def _check_site_split(branch: str, site_branch: str, history_subdir: str, site_subdir: str | None) -> None:
+    if not site_subdir:
+        raise PublishError("a separate site branch needs the site's folder", hint="pass --site-out FOLDER with --site-branch")
+    if site_branch == branch:
+        raise PublishError(f"the site branch and the data branch are both {branch!r}", hint="name another --branch for the history, e.g. vkbench-data")
+    parts = {Path(history_subdir).parts[:1] and Path(history_subdir).parts[0], Path(site_subdir).parts[0]}
+    if len(parts) != 2 or any(p in ("", ".", "..") for p in parts) or Path(site_subdir).is_absolute():
+        raise PublishError(f"the site folder {site_subdir!r} and the history folder {history_subdir!r} must be separate folders of the branch",
+                           hint="e.g. --site-out site with the history in history/")
+
+
+def _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for):
+    branch = layout.branch
     ref = f"refs/remotes/origin/{branch}"
     last_error = ""
     messages: list[str] = []
@@ -158,21 +199,35 @@ def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries
     attempt = 0
     while True:
         attempt += 1
-        _reset_to_remote(git, branch, ref)
+        _reset_to_remote(git, branch, ref, shallow=layout.shallow)
         # the branch's content is outside input: a symlinked history (or a folder on the way)
         # would take the ingest out of the checkout
-        check_no_symlink(root, root / history_subdir, "history")
-        report = ingest(HistoryStore(root / history_subdir), paths)
+        check_no_symlink(root, root / layout.history_subdir, "history")
+        site_parent = None
+        if layout.site_branch is not None:
+            site_parent = _checkout_site(git, root, layout)
+            check_no_symlink(root, root / layout.site_subdir, "site")
+        report = ingest(HistoryStore(root / layout.history_subdir), paths)
         if before_commit is not None:
             before_commit(root)
-        git("add", "-A")
-        if git("diff", "--cached", "--quiet", check=False).returncode == 0:
+        data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]
+        git("add", "-A", "--", *data_paths)
+        data_changed = git("diff", "--cached", "--quiet", check=False).returncode != 0
+        site_commit = None
+        if layout.site_branch is not None:
+            site_commit = _commit_site(git, root, layout, site_parent, message or "site: rebuilt from the history")
+        if not data_changed and site_commit is None:
             messages.append("nothing new to publish")
             return PublishReport(False, attempt, None, branch, report, root, messages)
-        text = message or f"history: ingest {report.files} result file(s), {report.added} new point(s)"
-        git("-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}", "commit", "-q", "--no-verify", "-m", text)
-        commit = git("rev-parse", "HEAD").stdout.strip()
-        push = git("push", "-q", "origin", f"HEAD:refs/heads/{branch}", check=False)
+        refspecs = []
+        if data_changed:
+            text = message or f"history: ingest {report.files} result file(s), {report.added} new point(s)"
+            git("-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}", "commit", "-q", "--no-verify", "-m", text)
+            refspecs.append(f"HEAD:refs/heads/{branch}")
+        if site_commit is not None:
+            refspecs.append(f"{site_commit}:refs/heads/{layout.site_branch}")
+        commit = git("rev-parse", "HEAD").stdout.strip() if data_changed else site_commit
+        push = git("push", "-q", *(["--atomic"] if len(refspecs) > 1 else []), "origin", *refspecs, check=False)
         if push.returncode == 0:
             return PublishReport(True, attempt, commit, branch, report, root, messages)
         last_error = redact(push.stderr.strip())
@@ -189,11 +244,49 @@ def _publish_loop(git, root, paths, branch, history_subdir, message, max_retries
     )
 
 
-def _reset_to_remote(git: _Git, branch: str, ref: str) -> None:
-    """Make the checkout exactly the remote branch (or an empty orphan if it has none)."""
+def _site_git(git: _Git) -> _Git:
+    """The same repository with the site branch's own index (the work tree is shared: the
+    site folder is excluded from the data branch's commits)."""
+    site = _Git(git.cwd)
+    site.env = dict(git.env, GIT_INDEX_FILE=str(Path(git("rev-parse", "--absolute-git-dir").stdout.strip()) / _SITE_INDEX))
+    return site
+
+
+def _checkout_site(git: _Git, root: Path, layout: _Layout) -> str | None:
+    """Put the site branch's ``<site_subdir>/`` into the work tree (the incremental site build
+    starts from it); returns the site branch's tip, or None when it does not exist yet."""
+    ref = f"refs/remotes/origin/{layout.site_branch}"
+    site = _site_git(git)
+    shutil.rmtree(root / layout.site_subdir, ignore_errors=True)
+    if not git("ls-remote", "--heads", "origin", f"refs/heads/{layout.site_branch}").stdout.strip():
+        site("read-tree", "--empty")
+        return None
+    git("fetch", "-q", *(["--depth", "1"] if layout.shallow else []), "origin", f"+refs/heads/{layout.site_branch}:{ref}")
+    site("read-tree", ref)
+    if git("ls-tree", "-d", ref, "--", layout.site_subdir).stdout.strip():
+        site("checkout", "-f", ref, "--", layout.site_subdir)   # only the site folder: nothing else lands in the data tree
+    return git("rev-parse", ref).stdout.strip()
+
+
+def _commit_site(git: _Git, root: Path, layout: _Layout, parent: str | None, message: str) -> str | None:
+    """Commit the site folder alone onto the site branch; None when it did not change."""
+    site = _site_git(git)
+    if (root / layout.site_subdir).exists() or site("ls-files", "--", layout.site_subdir).stdout.strip():
+        site("add", "-A", "-f", "--", layout.site_subdir)   # on top of the site branch's index: unchanged files are not re-hashed
+    tree = site("write-tree").stdout.strip()
+    if parent is not None and tree == git("rev-parse", f"{parent}^{{tree}}").stdout.strip():
+        return None
+    args = ["commit-tree", tree, "-m", message] + (["-p", parent] if parent else [])
+    return git("-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}", *args).stdout.strip()
+
+
+def _reset_to_remote(git: _Git, branch: str, ref: str, *, shallow: bool = False) -> None:
+    """Make the checkout exactly the remote branch (or an empty orphan if it has none);
+    ``shallow``: fetch its tip only (the past is never read, and pushing on top of a shallow
+    tip is an ordinary fast-forward for the remote)."""
     exists = bool(git("ls-remote", "--heads", "origin", f"refs/heads/{branch}").stdout.strip())
     if exists:
-        git("fetch", "-q", "origin", f"+refs/heads/{branch}:{ref}")
+        git("fetch", "-q", *(["--depth", "1"] if shallow else []), "origin", f"+refs/heads/{branch}:{ref}")
         git("checkout", "-q", "-f", "-B", branch, ref)
         git("reset", "-q", "--hard", ref)
         git("clean", "-q", "-f", "-d")
