@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import ResultFileError, UsageError
 from ..evidence import TARGET_MDE, adequate, inconclusive
-from ..history.series import bigger_is_better
+from ..history.series import bigger_is_better, segment_key
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
 from ..results.aggregate import command_series
@@ -71,7 +71,7 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
         if len(points) < params.min_before + 1:
             continue
         valid = [bool(p.get("valid", True)) for p in points]
-        fps = [p.get("fingerprint_id") for p in points]
+        fps = [segment_key(p) for p in points]
         for metric in params.metrics:
             values = [(p.get("metrics", {}).get(metric) or {}).get("median") for p in points]
             if not any(values):

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from ..errors import ResultFileError
-from ..history.series import bigger_is_better, describe, segments as fingerprint_segments
+from ..history.series import bigger_is_better, describe, segment_key, segments as fingerprint_segments
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
 from ..results.aggregate import command_series
@@ -135,7 +135,7 @@ def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
     segs.sort(key=lambda s: s["start_index"])
 
     valid = [bool(p.get("valid", True)) for p in points]
-    fps = [p.get("fingerprint_id") for p in points]
+    fps = [segment_key(p) for p in points]     # fingerprint (+ instruction method id)
     cps: list[dict] = []
     noise: dict[str, dict] = {}
     for metric in params.metrics:
@@ -203,9 +203,9 @@ def _recovered(change, values, valid, points, min_effect, resets) -> bool:
     """Back at the old level: the latest runs of the same environment segment (up to 3, after
     the change's own runs) are within the minimum effect of the good level."""
     end = len(points)
-    fp = points[change.index].get("fingerprint_id")
+    fp = segment_key(points[change.index])
     for i in range(change.index + 1, len(points)):
-        if points[i].get("fingerprint_id") != fp or i in resets:
+        if segment_key(points[i]) != fp or i in resets:
             end = i
             break
     tail = [values[i] for i in range(change.after[1], end) if valid[i] and values[i]]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..results.io import load_result, read_result_bytes, result_files
-from .series import month_of, point_from_result, series_key, sort_key
+from .series import month_of, point_from_result, series_commands, series_key, sort_key
 from ..errors import ResultFileError
 from ..files import commit_staged, discard_staged, stage_bytes
 from ..paths import check_no_symlink
@@ -126,7 +126,7 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
                 report.emulated += 1
                 continue
             month = month_of(result["run"]["timestamp"])
-            for command in result["summary"]:
+            for command in series_commands(result):
                 sid, dims = series_key(result, command)
                 series_meta.setdefault(sid, (dims, result["environment"].get("arch")))
                 new_points.setdefault((sid, month), []).append(point_from_result(result, command))
@@ -232,7 +232,7 @@ def _destinations(store: HistoryStore, loaded) -> list[tuple[Path, str]]:
         out.append((run_dir / f"{run['cell_id']}.json", "result copy"))
         out.append((run_dir / f"{run['cell_id']}.raw", "raw-output copy"))
         out.append((store.fingerprint_path(result["environment"]["fingerprint_id"]), "fingerprint"))
-        for command in result["summary"]:
+        for command in series_commands(result):
             sid, _dims = series_key(result, command)
             out.append((store.shard_path(sid, month), "series shard"))
     return out

@@ -10,6 +10,8 @@ import hashlib
 import json
 from typing import Any
 
+from ..stats import summarize
+
 #: Dimensions that do not identify a series: repetitions only change precision, and the runner
 #: label is replaced by ``run.machine_class`` (the same thing, as recorded by the run).
 NON_SERIES_DIMENSIONS = ("repetitions", "runner")
@@ -18,7 +20,11 @@ NON_SERIES_DIMENSIONS = ("repetitions", "runner")
 #: smaller-is-better.
 THROUGHPUT_METRICS = ("rps",)
 LATENCY_METRICS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
-METRICS = THROUGHPUT_METRICS + LATENCY_METRICS
+#: Counted, not timed (docs/instructions.md): instructions per operation of the command (the
+#: result's ``instructions`` block) and bytes of memory per key after the preload (its
+#: ``memory`` block). Both are smaller-is-better.
+COUNT_METRICS = ("instructions_per_op", "bytes_per_key")
+METRICS = THROUGHPUT_METRICS + LATENCY_METRICS + COUNT_METRICS
 
 
 def bigger_is_better(metric: str) -> bool:
@@ -47,6 +53,44 @@ def series_key(result: dict, command: str) -> tuple[str, dict]:
     return sid_of(dims), dims
 
 
+def series_commands(result: dict) -> list[str]:
+    """The commands of a result that feed a series: every command of ``summary`` (wall clock),
+    then every command that only has an instruction count (``instructions.commands`` names them
+    in lower case; the series uses the upper-case name, so a ``both`` cell's counts land in the
+    same series as its rps)."""
+    commands = list(result.get("summary") or {})
+    counted = ((result.get("instructions") or {}).get("commands") or {})
+    for name in counted:
+        upper = name.upper()
+        if upper not in commands:
+            commands.append(upper)
+    return commands
+
+
+def _count_metrics(result: dict, command: str) -> dict:
+    metrics: dict = {}
+    counted = ((result.get("instructions") or {}).get("commands") or {})
+    entry = counted.get(command.lower()) or counted.get(command)
+    if entry and entry.get("per_op") is not None:
+        samples = entry.get("per_server") or [entry["per_op"]]
+        stats = summarize(samples)
+        stats["median"] = float(entry["per_op"])     # the result's own figure (median over servers)
+        metrics["instructions_per_op"] = stats
+    bytes_per_key = (result.get("memory") or {}).get("bytes_per_key")
+    if bytes_per_key is not None:
+        metrics["bytes_per_key"] = summarize([bytes_per_key])
+    return metrics
+
+
+def instructions_method(result: dict, command: str) -> str | None:
+    """Method id of the command's instruction count, or None (no count for it)."""
+    block = result.get("instructions") or {}
+    counted = block.get("commands") or {}
+    if command.lower() in counted or command in counted:
+        return (block.get("method") or {}).get("id")
+    return None
+
+
 def month_of(timestamp: str) -> str:
     """``YYYY-MM`` of an ISO 8601 UTC timestamp (the shard and runs/ folder of a point)."""
     return timestamp[:7]
@@ -57,7 +101,10 @@ def point_from_result(result: dict, command: str) -> dict:
     run, subject, env = result["run"], result["subject"], result["environment"]
     build = subject.get("build") or {}
     validity = result["validity"]
-    stats = result["summary"].get(command, {})
+    stats = (result.get("summary") or {}).get(command, {})
+    metrics = {name: dict(stats[name]) for name in METRICS if name in stats}
+    metrics.update(_count_metrics(result, command))
+    method = instructions_method(result, command)
     return {
         "run_id": run["run_id"],
         "cell_id": run["cell_id"],
@@ -70,7 +117,9 @@ def point_from_result(result: dict, command: str) -> dict:
         "valid": bool(validity["valid"]),
         "flags": [flag["code"] for flag in validity.get("flags", [])],
         "workflow_run_url": run.get("workflow_run_url"),
-        "metrics": {name: dict(stats[name]) for name in METRICS if name in stats},
+        "metrics": metrics,
+        # A different method id means counts that are not comparable: a segment boundary.
+        **({"instructions_method": method} if method else {}),
         # Source builds: where the commit lives and how it was built (absent for releases).
         **({"repository": subject["code"]["url"]} if (subject.get("code") or {}).get("url") else {}),
         **({"build_config": build["config"]["id"]} if (build.get("config") or {}).get("id") else {}),
@@ -81,15 +130,29 @@ def sort_key(point: dict) -> tuple[str, str]:
     return (point["timestamp"], point["run_id"])
 
 
+def segment_key(point: dict) -> str | None:
+    """What must stay equal within a segment: the environment fingerprint and, for points with
+    an instruction count, its method id (a method change is a boundary, never a regression).
+    Points without a count have exactly their fingerprint id, as before."""
+    fp = point.get("fingerprint_id")
+    method = point.get("instructions_method")
+    return f"{fp}|instructions:{method}" if method else fp
+
+
 def segments(points: list[dict]) -> list[dict]:
-    """Fingerprint segments of a sorted point list: a new segment wherever the environment
-    fingerprint differs from the previous point's (A B A is three segments: the return to A
-    is a new environment event too)."""
+    """Segments of a sorted point list: a new segment wherever :func:`segment_key` differs from
+    the previous point's (A B A is three segments: the return to A is a new environment event
+    too)."""
     out: list[dict] = []
+    previous = object()
     for i, point in enumerate(points):
-        fp = point.get("fingerprint_id")
-        if not out or out[-1]["fingerprint_id"] != fp:
-            out.append({"start_index": i, "fingerprint_id": fp})
+        key = segment_key(point)
+        if not out or key != previous:
+            seg = {"start_index": i, "fingerprint_id": point.get("fingerprint_id")}
+            if point.get("instructions_method"):
+                seg["instructions_method"] = point["instructions_method"]
+            out.append(seg)
+        previous = key
     return out
 
 

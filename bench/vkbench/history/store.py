@@ -367,7 +367,7 @@ class HistoryStore:
         series the index does not know."""
         from ..results.aggregate import AGGREGATE_COMMANDS
         from ..results.io import validate_result
-        from .series import month_of as _month, series_key as _key
+        from .series import month_of as _month, series_commands as _commands, series_key as _key
 
         with self.lock():
             try:
@@ -385,7 +385,7 @@ class HistoryStore:
                 result = validate_result(_read_json(path), source=str(path))
                 # An older ingest's TOTALS series stays listed (readers leave it out, command_series).
                 aggregates = sorted(AGGREGATE_COMMANDS) if result.get("aggregate") else []
-                for command in [*result.get("summary", {}), *aggregates]:
+                for command in [*_commands(result), *aggregates]:
                     sid, dims = _key(result, command)
                     known.setdefault(sid, (dims, result.get("environment", {}).get("arch")))
             series = {}
