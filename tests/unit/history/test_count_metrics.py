@@ -105,3 +105,40 @@ def test_ingest_instruction_only_result(tmp_path):
         assert "instructions_per_op" in points[0]["metrics"]
         assert points[0]["instructions_method"] == "m-1"
     assert {e["dims"]["command"] for e in index.values()} == {"SET", "GET"}
+
+
+def _count_nights(tmp_path, values, methods):
+    """One instruction-only result per night (GET only), SET's count given by ``values``."""
+    store = HistoryStore(tmp_path / "history")
+    for i, (value, method) in enumerate(zip(values, methods)):
+        result = counted(make_result(run_id=f"run-{i:04d}", timestamp=f"2026-10-{i + 1:02d}T02:00:00Z",
+                                     commit=f"{i:04x}" + "c0ffee" * 6),
+                         method=method, per_op={"set": value}, bytes_per_key=None, wallclock=False)
+        write_result(tmp_path / f"night{i}", result)
+        ingest(store, [tmp_path / f"night{i}"])
+    return store
+
+
+def test_detection_reads_more_instructions_as_a_regression(tmp_path):
+    from vkbench.detect import run_detection
+    from vkbench.detect.params import DetectionParams
+
+    values = [10_000.0 + (i % 3) for i in range(10)] + [10_500.0 + (i % 3) for i in range(8)]   # +5%
+    store = _count_nights(tmp_path, values, ["m-1"] * len(values))
+    doc = run_detection(store.path, write=False, params=DetectionParams(metrics=("instructions_per_op",)))
+    (change,) = doc["change_points"]
+    assert change["metric"] == "instructions_per_op"
+    assert change["direction"] == "regression"
+    assert change["index"] == 10
+
+
+def test_detection_does_not_flag_a_method_change(tmp_path):
+    from vkbench.detect import run_detection
+    from vkbench.detect.params import DetectionParams
+
+    values = [10_000.0 + (i % 3) for i in range(10)] + [10_500.0 + (i % 3) for i in range(8)]
+    store = _count_nights(tmp_path, values, ["m-1"] * 10 + ["m-2"] * 8)
+    doc = run_detection(store.path, write=False, params=DetectionParams(metrics=("instructions_per_op",)))
+    assert doc["change_points"] == []
+    (segs,) = doc["segments"].values()
+    assert [s["start_index"] for s in segs] == [0, 10]
