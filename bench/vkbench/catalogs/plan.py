@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import ConfigError, UsageError
 from ..matrix.model import Cell
 from . import perf, specs
-from .boundedyaml import load_bounded
+from ..bounded_yaml import CATALOG_BOUNDS, load_yaml
 from .fetch import PERF_CONFIGS, SPECS, load_catalog
 
 DEFAULT_SERVER = "valkey:9.1.2"
@@ -105,7 +105,7 @@ def plan_catalog(source: str, overrides: dict[str, Any] | None = None) -> Catalo
 def _add_spec(plan: CatalogPlan, origin: str, text: str, servers: list[str], opts: dict[str, Any]) -> None:
     stem = Path(origin).stem
     try:
-        doc = load_bounded(text, origin)
+        doc = load_yaml(text, origin, CATALOG_BOUNDS)
     except ConfigError as exc:
         plan.refusals.append(specs.Refusal(stem, specs.R_INVALID, exc.message))
         return
@@ -176,7 +176,7 @@ def catalog_specs(selector: str) -> list[tuple[str, str]]:
 def _groups_of(text: str) -> set[str]:
     """The tested-groups of a spec without a full parse (for selecting by group)."""
     try:
-        doc = load_bounded(text, "spec")
+        doc = load_yaml(text, "spec", CATALOG_BOUNDS)
     except ConfigError:
         return set()
     return {str(g).lower() for g in (doc.get("tested-groups") or [])} if isinstance(doc, dict) else set()

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from ..bounded_yaml import load_yaml
 from ..errors import ConfigError
@@ -65,8 +64,6 @@ def load_annotations(path: str | os.PathLike | None) -> list[dict]:
         data = load_yaml(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such annotations file", hint="create it (see results/annotations.yaml) or drop --annotations") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})", hint="fix the syntax; `yamllint` points at the line") from None
     return validate_annotations(data, source=str(path))
 
 

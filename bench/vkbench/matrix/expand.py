@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from ..bounded_yaml import load_yaml
@@ -42,10 +41,7 @@ def load_matrix(file_or_preset: str) -> MatrixFile:
             )
         text = (resources.files("vkbench.matrix") / "presets" / f"{file_or_preset}.yaml").read_text()
         origin = f"preset {file_or_preset}"
-    try:
-        data = load_yaml(text, origin)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{origin} is not valid YAML: {exc}", hint="fix the YAML syntax at the line shown") from None
+    data = load_yaml(text, origin)   # ConfigError for bad syntax and broken bounds alike
     if not isinstance(data, dict):
         raise ConfigError(f"{origin} must be a mapping with name, defaults and groups", hint="see docs/matrix.md")
     try:

@@ -13,7 +13,7 @@ import pytest
 
 from cli_outcome import vk
 from vkbench.catalogs import fetch
-from vkbench.catalogs.boundedyaml import load_bounded
+from vkbench.bounded_yaml import CATALOG_BOUNDS, load_yaml
 from vkbench.catalogs.memtier_args import Unmappable, parse_memtier
 from vkbench.catalogs.plan import is_catalog_source, plan_catalog
 from vkbench.catalogs.shellwords import split
@@ -107,12 +107,12 @@ def test_unbalanced_quotes_are_an_error():
 
 def test_bounded_yaml_refuses_aliases_depth_and_size():
     with pytest.raises(ConfigError, match="aliases"):
-        load_bounded("a: &x [1, 2]\nb: [*x, *x, *x]\n", "bomb.yml")
+        load_yaml("a: &x [1, 2]\nb: [*x, *x, *x]\n", "bomb.yml", CATALOG_BOUNDS)
     with pytest.raises(ConfigError, match="nesting"):
-        load_bounded("[" * 60 + "]" * 60, "deep.yml")
+        load_yaml("[" * 60 + "]" * 60, "deep.yml", CATALOG_BOUNDS)
     with pytest.raises(ConfigError, match="bytes"):
-        load_bounded("a: " + "x" * (2 * 1024 * 1024), "big.yml")
-    assert load_bounded("a: [1, {b: c}]", "ok.yml") == {"a": [1, {"b": "c"}]}
+        load_yaml("a: " + "x" * (2 * 1024 * 1024), "big.yml", CATALOG_BOUNDS)
+    assert load_yaml("a: [1, {b: c}]", "ok.yml", CATALOG_BOUNDS) == {"a": [1, {"b": "c"}]}
 
 
 def test_perf_config_several_commands_and_tls_refused():
