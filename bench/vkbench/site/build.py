@@ -21,8 +21,6 @@ swapped in on success), so the site can be built into the gh-pages root next to 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -34,6 +32,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from ..files import directory_lock
 from ..paths import check_apart
 from ..errors import MissingBinaryError
 from .compact import Dictionary, compact_value, dumps, epoch, loads, write
@@ -223,7 +222,7 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
     hashes = history.shard_hashes()
     refs = reference_data(Path(reference_dir) if reference_dir is not None else None)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with _locked(out_dir):
+    with directory_lock(out_dir):
         for leftover in [*out_dir.glob(_STAGE_PREFIX + "*"), *out_dir.glob(_TRASH_PREFIX + "*")]:
             shutil.rmtree(leftover, ignore_errors=True)  # from a build that was killed
         stage = Path(tempfile.mkdtemp(prefix=_STAGE_PREFIX, dir=out_dir))
@@ -247,17 +246,6 @@ MANIFEST = "build-manifest.json"
 MANIFEST_FORMAT = 2     # 2: each series records its shards' sha256 (shard_sha)
 #: Raw fields of a series' newest point that the overview's "newest run per class" needs.
 _LAST_FIELDS = ("run_id", "timestamp", "workflow_run_url", "version", "server_version", "flags", "valid", "commit")
-
-
-@contextlib.contextmanager
-def _locked(directory: Path):
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
 
 
 @lru_cache(maxsize=1)
