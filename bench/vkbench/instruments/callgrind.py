@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ParseError
+from .diff import self_cost_diff
 
 #: A dump larger than this is not a callgrind file vkbench wrote (a window's dump is ~0.5 MB).
 MAX_DUMP_BYTES = 256 * 1024 * 1024
@@ -65,17 +66,10 @@ def function_diff(before: CallgrindProfile, after: CallgrindProfile, *, before_o
                   limit: int | None = 20, event: str = "Ir") -> list[dict]:
     """Which functions' self cost per operation changed most between two dumps (two windows,
     two servers, two builds): ``{function, before, after, delta}`` per operation, biggest
-    absolute change first. Self costs, so a change is named where it happens, not in every
-    caller above it."""
-    if before_ops <= 0 or after_ops <= 0:
-        raise ValueError("operation counts must be positive")
-    rows = []
-    for fn in set(before.self_cost) | set(after.self_cost):
-        b, a = before.self_of(fn, event) / before_ops, after.self_of(fn, event) / after_ops
-        if a != b:
-            rows.append({"function": fn, "before": round(b, 3), "after": round(a, 3), "delta": round(a - b, 3)})
-    rows.sort(key=lambda r: (-abs(r["delta"]), r["function"]))
-    return rows[:limit] if limit else rows
+    absolute change first (:func:`vkbench.instruments.diff.self_cost_diff`)."""
+    return self_cost_diff({fn: c.get(event, 0) for fn, c in before.self_cost.items()},
+                          {fn: c.get(event, 0) for fn, c in after.self_cost.items()},
+                          before_ops=before_ops, after_ops=after_ops, limit=limit)
 
 
 def parse(text: str, *, source: str = "<callgrind>") -> CallgrindProfile:
