@@ -29,15 +29,17 @@ def test_instruction_ab_sees_a_small_fixed_cost_and_names_its_function(counted_c
                         cells=[cell], out_dir=tmp_path / "ab", instrument="instructions", pairs=3,
                         counts_target_mde=None)
     report = run_ab(options)
+    shown = report.markdown()
     assert report.rows == [] and report.instrument == "instructions" and report.pairs == 3
     assert {r.command for r in report.counts} == {"SET", "GET"}
     for row in report.counts:
         assert row.metric == "instructions_per_op" and row.rounds == 3 and row.seeds == [1, 2, 3]
         injected = next(f["after"] for f in row.functions if f["function"] == counted_cost_repo.function)
         assert injected > 0 and row.functions[0]["function"] in (counted_cost_repo.function, "__strcasecmp_sse2")
-        assert row.delta_code_low is not None and row.delta_code_low > 0, row
+        assert row.delta_code_low is not None and row.delta_code_low > 0, shown
         assert abs(row.delta_code - injected) <= 0.1 * injected, (row.delta_code, injected, row.functions)
-    assert any(row.ci_low is not None and row.ci_low > 0 and row.verdict == "more instructions" for row in report.counts)
+    assert any(row.ci_low is not None and row.ci_low > 0 and row.verdict == "more instructions"
+               for row in report.counts), [(r.base_values, r.candidate_values, r.verdict) for r in report.counts]
     assert report.memory and all(m.metric == "bytes_per_key" and m.base > 0 for m in report.memory)
     text = (tmp_path / "ab" / "ab.md").read_text()
     assert "instr/op" in text and counted_cost_repo.function in text and "quiet runner" in text
