@@ -79,6 +79,10 @@ def run_detection(
 
     bisects.attach(incidents, bisects.load(store)["bisects"])
     attach_profile_diffs(store.path, incidents, store.read_series, series_index)
+    # An incident of instruction counts: which functions' instructions per op changed.
+    from ..instruments.diff import attach_instruction_diffs
+
+    attach_instruction_diffs(store, incidents, change_points, series_index)
     return_doc: dict[str, Any] = {
         "generated": utc_now(),
         "parameters": params.to_dict(),
