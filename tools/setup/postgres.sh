@@ -5,7 +5,7 @@
 # Idempotent: a second run only checks that initdb is there.
 set -euo pipefail
 
-find_initdb() { ls -d /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1; }
+find_initdb() { find /usr/lib/postgresql -path '*/bin/initdb' 2>/dev/null | sort -V | tail -n 1; }
 
 if [[ -z "$(find_initdb)" ]]; then
   if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; else SUDO=; fi
