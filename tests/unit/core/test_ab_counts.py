@@ -116,3 +116,19 @@ def test_the_report_of_an_instruction_ab_shows_counts_functions_memory_and_the_w
 def test_an_instruction_ab_needs_two_pairs():
     with pytest.raises(UsageError, match="2 seed pairs"):
         ab_counts.run_pairs([], "a" * 40, "b" * 40, pairs=1)
+
+
+def test_the_verdict_is_on_the_code_when_the_string_routines_were_measured():
+    """The totals of the bisect's real first step: __strcasecmp_sse2 moved by up to 40 per GET
+    between servers, the code by exactly 34: the total's interval is wide, the code's is not."""
+    base, cand = [6029.958, 6111.899, 6064.835], [6110.197, 6214.571, 6109.43]
+    base_str, cand_str = [161.0, 209.0, 197.0], [207.2, 277.5, 208.5]
+    row = count_row(CELL, "GET", base, cand, target=0.005, seeds=[1, 2, 3], base_strings=base_str,
+                    candidate_strings=cand_str)
+    assert row.compared == "code" and row.verdict == MORE
+    code = [(c - cs) - (b - bs) for b, c, bs, cs in zip(base, cand, base_str, cand_str)]
+    assert row.delta_code == pytest.approx(sum(code) / 3, abs=1e-3)
+    assert row.delta_code_low > 0 and row.delta_low < row.delta_code_low
+    assert row.change == pytest.approx(row.delta_code / (sum(base) / 3), rel=1e-4)
+    assert row.delta == pytest.approx((sum(cand) - sum(base)) / 3, abs=1e-3)      # the total, kept
+    assert count_row(CELL, "GET", base, cand, target=None, seeds=[1, 2, 3]).compared == "total"
