@@ -209,3 +209,23 @@ def plan_for_changes(changed: list[str], overrides: dict[str, Any] | None = None
                        refusals=[r for r in full.refusals if r.name in core or set(r.groups) & wanted],
                        entries=len(names))
     return plan, selection, choices
+
+
+def plan_spec_names(names: list[str], overrides: dict[str, Any] | None = None) -> CatalogPlan:
+    """The cells of these specs of the pinned catalog, by exact name; an unknown name is an error."""
+    catalog = load_catalog(SPECS)
+    by_stem = {Path(p).stem: p for p in catalog.matching(SUITES + "*.yml") if not p.endswith("/defaults.yml")}
+    unknown = [name for name in names if name not in by_stem]
+    if unknown:
+        raise UsageError(f"no spec named {', '.join(unknown[:5])} in redis-benchmarks-specification at {SPECS.commit[:12]}",
+                         hint="vkbench run 'specs:*' --dry-run lists them")
+    servers, opts = _overrides(dict(overrides or {}))
+    plan = CatalogPlan(source="specs: " + ",".join(names)[:200])
+    for name in dict.fromkeys(names):
+        plan.entries += 1
+        _add_spec(plan, f"{SPECS.name}/{by_stem[name]}", catalog.text(by_stem[name]), servers, opts)
+    runners = (overrides or {}).get("runner")
+    if runners:       # a matrix's --runners: every cell on every runner class, as for its groups
+        runners = runners if isinstance(runners, list) else [runners]
+        plan.cells = [c.model_copy(update={"runner": r}) for r in runners for c in plan.cells]
+    return plan

@@ -409,10 +409,36 @@ class Cell(BaseModel):
         return json.dumps(self.model_dump(mode="json", exclude_defaults=True), sort_keys=True, separators=(",", ":"))
 
 
+class CatalogSelection(BaseModel):
+    """Specs of the pinned redis-benchmarks-specification catalog a matrix runs beside (or instead
+    of) its groups (docs/catalogs.md): every spec must run here, else the matrix is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    specs: list[str] = Field(min_length=1, max_length=500, description="spec names (file stems)")
+    server: list[str] = Field(default_factory=lambda: ["valkey:9.1.2"], min_length=1, max_length=16)
+    duration: int | None = Field(None, ge=1, le=3600, description="seconds per spec (the specs say 180 or so)")
+    repetitions: int | None = Field(None, ge=1, le=100)
+
+    @field_validator("specs")
+    @classmethod
+    def _specs(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _CATALOG_NAME.match(name):
+                raise ValueError(f"{name[:60]!r} is not a spec name")
+        return value
+
+
 class MatrixFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
     description: str = ""
     defaults: dict[str, Any] = Field(default_factory=dict)
-    groups: list[dict[str, Any]] = Field(min_length=1)
+    groups: list[dict[str, Any]] = Field(default_factory=list)
+    catalog: CatalogSelection | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> "MatrixFile":
+        if not self.groups and self.catalog is None:
+            raise ValueError("a matrix needs groups, or catalog specs, or both")
+        return self
