@@ -285,6 +285,11 @@ class ABOptions:
     instrument: str = "wallclock"
     pairs: int = DEFAULT_PAIRS
     counts_target_mde: float | None = INSTRUCTIONS_TARGET_MDE
+    #: Cells from the catalog's specs a change touches (docs/catalogs.md): ``BASE..HEAD`` of ``url``
+    #: (what a pull request changes), or the changed files themselves.
+    specs_from_changes: str | None = None
+    changed_files: list[str] | None = None
+    spec_duration: int = 10           # seconds per spec per side and round (the specs say 180)
 
 
 Samples = dict[tuple[str, str], dict[int, float]]    # (cell label, command) -> round -> rps
@@ -344,6 +349,47 @@ def template_cells(options: ABOptions) -> list[Cell]:
     if options.requests is not None:
         cells = [c.model_copy(update={"requests": options.requests}) for c in cells]
     return cells
+
+
+def _from_changes(options: ABOptions) -> bool:
+    return options.specs_from_changes is not None or options.changed_files is not None
+
+
+def changed_files(url: str, options: ABOptions) -> list[str]:
+    if options.changed_files is not None:
+        return list(options.changed_files)
+    base, sep, head = (options.specs_from_changes or "").partition("..")
+    head = head[1:] if head.startswith(".") else head        # BASE...HEAD means the same here
+    if not sep or not base or not head:
+        raise UsageError(f"--specs-from-changes {options.specs_from_changes!r}: not BASE..HEAD",
+                         hint="e.g. --specs-from-changes unstable..4fd5645d80ae (what a pull request changes)")
+    mirror = Mirror.for_url(url)
+    return mirror.changed_files(mirror.resolve(base), mirror.resolve(head))
+
+
+def spec_cells_for_changes(url: str, options: ABOptions, progress: Progress | None = None) -> list[Cell]:
+    """The catalog's specs the changed files touch (catalogs.plan.plan_for_changes), each shortened
+    to ``spec_duration``; which it chose and why is printed and written to ``specs.json``."""
+    from .catalogs.plan import plan_for_changes
+
+    if options.cells:
+        raise UsageError("--cell and specs from changes are two ways to choose cells", hint="give one of them")
+    changed = changed_files(url, options)
+    overrides: dict = {"duration": options.spec_duration}
+    if options.requests is not None:
+        overrides["requests"] = options.requests
+    plan, selection, choices = plan_for_changes(changed, overrides)
+    lines = [f"specs from {len(changed)} changed file(s):", *(f"  {r}" for r in selection.reasons),
+             *(f"  runs {c.name}: {c.why}" for c in choices)]
+    if progress:
+        progress("\n".join(lines))
+    write_json(options.out_dir / "specs.json", {
+        "changed_files": changed[:1000], "groups": selection.groups, "core": selection.core,
+        "reasons": selection.reasons, "chosen": [asdict(c) for c in choices],
+        "refused": [r.to_json() for r in plan.refusals]}, indent=2)
+    if not plan.cells:
+        raise UsageError("the changed files select no spec that runs here", hint="; ".join(selection.reasons)[:500])
+    return plan.cells
 
 
 def _for_side(template: Cell, commit: str) -> Cell:
@@ -485,7 +531,7 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
     counted = options.instrument in ("instructions", "both")
     if wallclock and (options.min_rounds < 2 or options.max_rounds < options.min_rounds):
         raise UsageError("need 2 <= --min-rounds <= --max-rounds", hint="e.g. --min-rounds 4 --max-rounds 20")
-    if counted:
+    if counted and not _from_changes(options):
         # Before anything is built: io-threads > 1 and the other cells counts cannot measure.
         refuse_uncountable(template_cells(options))
     b: Samples = {}
@@ -499,7 +545,7 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
                              hint="an A/B needs two different commits")
         base = prepare(url, base_commit, options.base, "base", progress)
         candidate = prepare(url, candidate_commit, options.candidate, "candidate", progress)
-        templates = template_cells(options)
+        templates = spec_cells_for_changes(url, options, progress) if _from_changes(options) else template_cells(options)
         if counted:
             counts = run_pairs(templates, base.commit, candidate.commit, pairs=options.pairs,
                                target=options.counts_target_mde, progress=progress)
