@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..files import directory_lock
 from ..paths import check_apart
+from ..catalogs.groups import series_group
 from ..errors import MissingBinaryError
 from .compact import Dictionary, compact_value, dumps, epoch, loads, write
 from .history_reader import History, open_history, point_order
@@ -42,7 +43,7 @@ from .reference import load_references, reference_data
 from .series_data import Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
 
 #: Explorer filters first (in the order the UI shows them), then every other dimension.
-DIM_ORDER = ("server", "topology", "io_threads", "command", "pipeline", "clients", "data_size", "tool",
+DIM_ORDER = ("server", "topology", "io_threads", "command", "group", "pipeline", "clients", "data_size", "tool",
              "machine_class", "arch", "engine", "version")
 
 #: Where a commit of each engine lives, for commit links (``repo=`` overrides it for all).
@@ -149,6 +150,9 @@ def _dims_of(entry: dict) -> dict:
     dims = dict(entry.get("dims") or {})
     dims["server"] = f"{dims.get('engine', '?')}:{dims.get('version', '?')}"
     dims["arch"] = entry.get("arch") or dims.get("arch")
+    # The data type (catalog spec group, or the command's group): the site groups series by it.
+    # Display only: the series id comes from the history's dims, which do not have it.
+    dims["group"] = series_group(dims)
     return dims
 
 
