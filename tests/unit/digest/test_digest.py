@@ -154,3 +154,14 @@ def test_cli_json_and_markdown(history, tmp_path):
     assert doc["kind"] == "vkbench.digest" and doc["coverage"]["runs"] >= 0
     done = CliRunner().invoke(digest_cmd, ["--history", str(history)])
     assert done.exit_code == 0 and "# Benchmark digest" in done.output
+
+
+def test_the_site_has_the_digest_page(history, tmp_path):
+    from vkbench.site.build import build_site
+
+    build_site(history, tmp_path / "site")
+    page = (tmp_path / "site" / "digest.html").read_text()
+    doc = json.loads((tmp_path / "site" / "data" / "digest.json").read_text())
+    assert "What moved" in page and doc["kind"] == "vkbench.digest"
+    assert doc["until"] <= HistoryStore(history).index()["updated"]      # the week before the last update
+    assert 'href="digest.html"' in (tmp_path / "site" / "index.html").read_text()
