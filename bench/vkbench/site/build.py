@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -165,10 +166,25 @@ def _latest_run(runs: dict[str, list[dict]]) -> dict:
     return {"run_id": run_id, "points": pts}
 
 
+_RELEASE_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+def version_label(point: dict) -> str:
+    """How a card names a point's version: a source build (unstable, a branch, a SHA) by its
+    commit, since its server reports a placeholder version (unstable says 255.255.255); a
+    release by its version, with the server's own when that differs."""
+    version, server, commit = str(point.get("version")), point.get("server_version"), point.get("commit")
+    if not _RELEASE_VERSION.match(version) and isinstance(commit, str) and _COMMIT.match(commit):
+        short = commit[:10]
+        return version if version.startswith(short[:7]) else f"{version} ({short})"
+    return version + (f" ({server})" if server and server != version else "")
+
+
 def _summarize_latest(cur: dict) -> dict:
     pts = cur["points"]
     urls = [p.get("workflow_run_url") for p in pts if p.get("workflow_run_url")]
-    versions = sorted({f"{p.get('version')}" + (f" ({p['server_version']})" if p.get("server_version") and p.get("server_version") != p.get("version") else "") for p in pts})
+    versions = sorted({version_label(p) for p in pts})
     flags: dict[str, int] = {}
     for p in pts:
         for f in p.get("flags") or []:
