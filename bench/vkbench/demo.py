@@ -137,6 +137,21 @@ def size_cells(cells, paths: DemoPaths, options: RunOptions, progress=None) -> t
     return sized, list(used.values())
 
 
+def forget_short_sizings(paths: DemoPaths, report: RunReport) -> list[str]:
+    """Drop from sizing.json the topologies whose results were still flagged too-short (the probe
+    ran while the machine was busier than now): the next demo probes them again."""
+    from .files import write_json
+
+    saved_path = paths.base / SIZING_FILE
+    saved = _read_sizing(saved_path)
+    short = {(o.cell.topology, o.cell.requests) for o in report.outcomes if o.result
+             and any(f.get("code") == "too-short" for f in o.result["validity"].get("flags") or [])}
+    dropped = [key for key, sizing in saved.items() if (sizing.topology, sizing.requests) in short]
+    if dropped:
+        write_json(saved_path, {key: vars(value) for key, value in sorted(saved.items()) if key not in dropped}, indent=1)
+    return dropped
+
+
 def _read_sizing(path: Path) -> dict[str, Sizing]:
     """An earlier demo's sizing; anything unreadable is ignored (the demo probes again)."""
     import json
@@ -163,6 +178,7 @@ def run_demo(cells, paths: DemoPaths, options: RunOptions, progress=None) -> Dem
 
     options.out_dir = paths.results / (options.run_id or "")
     report = run_session(cells, options, progress=progress)
+    forget_short_sizings(paths, report)
     demo = DemoReport(run=report, paths=paths)
     written = [o.path for o in report.outcomes if o.path]
     if written:

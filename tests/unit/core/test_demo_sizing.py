@@ -59,3 +59,17 @@ def test_the_next_demo_reuses_the_sizing(tmp_path, probe):
     (paths.base / demo.SIZING_FILE).write_text("{not json")
     size_cells(cells, paths, RunOptions(run_id="r3"))
     assert len(probe) == 2                                             # unreadable: probed again
+
+
+def test_a_sizing_whose_results_were_still_too_short_is_probed_again(tmp_path, probe):
+    from vkbench.demo import forget_short_sizings
+
+    cells = expand_matrix(load_matrix("smoke"))
+    paths = DemoPaths(tmp_path / "demo")
+    sized, _ = size_cells(cells, paths, RunOptions(run_id="r1"))
+    short = next(c for c in sized if c.topology == "standalone")
+    flagged = SimpleNamespace(cell=short, result={"validity": {"flags": [{"code": "too-short"}]}})
+    fine = SimpleNamespace(cell=next(c for c in sized if c.topology == "cluster:3"), result={"validity": {"flags": []}})
+    assert forget_short_sizings(paths, SimpleNamespace(outcomes=[flagged, fine])) == ["standalone@200000"]
+    size_cells(cells, paths, RunOptions(run_id="r2"))
+    assert len(probe) == 2 and len(probe[1]) == 1                      # only standalone is probed again
