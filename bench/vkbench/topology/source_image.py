@@ -155,5 +155,6 @@ def check_identity(engine: str, version: str, reported_version: str | None, repo
             reported_version == version or reported_version.startswith(version + ".")):
         raise ServerStartError(
             f"{where} runs {engine} {reported_version}, the cell asks for {version}",
-            hint="set VALKEY_IMAGE (or ComposeBackend(image=...)) to an image of that version, or unset it",
+            hint="unset VALKEY_IMAGE (the compose backend then runs the binary the native backend resolves for the "
+            "version), set it to an image of that version, or VALKEY_IMAGE=official for Docker Hub's",
         )
