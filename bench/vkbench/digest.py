@@ -209,7 +209,7 @@ def build_digest(history_dir: str | Path, *, since: timedelta = timedelta(days=7
         "confirmations": confirmed,
         "bisects": bisected,
         "annotations": noted,
-        "flagged": flagged,
+        "flagged": sorted(flagged, key=lambda r: (r["machine_class"], r["name"])),
         "noisy": noisy,
         "coverage": {
             "runs": len(runs), "cells": len(cells), "series_ran": ran_now, "series_total": len(series),
