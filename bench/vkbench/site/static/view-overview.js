@@ -7,6 +7,7 @@ import { fmtAgo, fmtDate, fmtDateTime, fmtPct, METRIC_INFO, shortSha } from "./f
 import { styleFor } from "./palette.js";
 import { buildHash } from "./state.js";
 import { empty, extLink, h, section } from "./ui.js";
+import { isFirstRuns, latestRunSection } from "./view-latest.js";
 
 /** How many incident charts to draw at once; more are drawn on request (bytes for the first view). */
 const CHARTS_UP_FRONT = 6;
@@ -87,7 +88,7 @@ function classCard(index, name, cls) {
     h("p", {}, `${latest.series ?? 0} of ${cls.series} series measured`,
       latest.invalid ? h("span.badge.warn", {}, `${latest.invalid} invalid`) : null),
     flags ? h("p.muted", {}, `Flags: ${flags}`) : null,
-    latest.versions?.length ? h("p.muted", {}, `Versions: ${latest.versions.join(", ")}`) : null,
+    latest.versions?.length ? h("p.muted.versions", {}, "Versions: ", latest.versions.map((v, k) => [k ? ", " : null, h("span.version", { title: v }, v)])) : null,
     h("p", {}, cls.open_regressions
       ? h("span.badge.bad", {}, `▼ ${cls.open_regressions} open regression${cls.open_regressions > 1 ? "s" : ""}`)
       : h("span.badge.ok", {}, "✓ no open regressions"),
@@ -202,6 +203,9 @@ export async function renderOverview(root, params, ctx) {
     h("p.lead", {}, `${index.series.length} benchmark series on ${Object.keys(index.classes).length} machine classes, ${index.runs ?? "?"} runs. `,
       open.length ? h("strong.bad-text", {}, `${open.length} open regression${open.length > 1 ? "s" : ""}.`) : "No open regressions.",
       detect.generated ? h("span.muted", {}, ` Change detection ran ${fmtDateTime(Date.parse(detect.generated) / 1000)}.`) : null)));
+
+  // The first runs: no trend yet, so the numbers themselves, as charts, come first.
+  if (isFirstRuns(index)) root.append(latestRunSection(index));
 
   root.append(section("Machine classes",
     h("div.grid", {}, Object.entries(index.classes).map(([name, cls]) => classCard(index, name, cls)))));
