@@ -54,7 +54,7 @@ from typing import Any
 import yaml
 
 #: The only jobs (by id) that may hold each write scope.
-ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"},
+ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert", "digest"}, "pull-requests": {"comment"},
                  "actions": {"confirm", "dispatch-bisect"}}
 #: The environment without required reviewers, and the only expressions that may choose it (else
 #: `benchmark`): a schedule (the default branch's own workflow), or the verdict of the workflow's
