@@ -194,13 +194,18 @@ def points_in(bare: Path, branch: str, history_subdir: str) -> int:
     return sum(entry.get("points", 0) for entry in index["series"].values())
 
 
-def seed_bulk_history(work: Path, bare: Path, cells: int, nights: int, branch: str, seed: int):
+def seed_bulk_history(work: Path, bare: Path, cells: int, nights: int, branch: str, seed: int, later_nights: int = 0):
     """Write ``nights`` nights of ``cells * 2`` series straight into a history, commit it on
-    ``branch`` of ``bare``; returns the writer of later nights' results (same series)."""
+    ``branch`` of ``bare``; returns the writer of later nights' results (same series). The past
+    ends so that the last of ``later_nights`` is yesterday (results may not be from the future)."""
     sys.path.insert(0, str(ROOT / "tools"))
+    import bench_history_scale
     import numpy as np
     from bench_history_scale import bulk_history
     from bench_history_scale import make_result as scale_result
+
+    today = datetime.now(timezone.utc).replace(hour=2, minute=0, second=0, microsecond=0)
+    bench_history_scale.START = today - timedelta(days=nights + later_nights)
 
     from vkbench.history.store import HistoryStore
 
@@ -262,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         print(header)
     writer = None
     if args.bulk_nights:
-        writer = seed_bulk_history(work, bare, cells, args.bulk_nights, args.branch, args.seed)
+        writer = seed_bulk_history(work, bare, cells, args.bulk_nights, args.branch, args.seed, args.nights)
     try:
         for night in range(args.nights):
             results = work / "night"
