@@ -410,7 +410,7 @@ def test_confirm_dispatches_one_ab_per_waiting_candidate(tmp_path):
     inputs = call["body"]["inputs"]
     assert inputs == {"repository": "https://github.com/valkey-io/valkey", "base": good, "candidate": bad,
                       "runner_class": "cloud-x86", "cell": '{"server":"valkey:unstable","pipeline":16}',
-                      "confirm": "confirm-0123456789ab", "comment": "false"}
+                      "confirm": "confirm-0123456789ab", "comment": "false", "instrument": "wallclock"}
     assert "1 candidate(s) dispatched" in (tmp_path / "step_summary.md").read_text()
     assert FAKE_TOKEN not in proc.stdout + proc.stderr
 

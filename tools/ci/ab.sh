@@ -16,6 +16,8 @@
 #                          VKBENCH_AB_MAX_ROUNDS (default 20)
 #   VKBENCH_AB_CELL        one cell (JSON) instead of the preset; VKBENCH_AB_CONFIRM a candidate id
 #                          (the trusted repository only: its verdict goes into the history)
+#   VKBENCH_AB_INSTRUMENT  wallclock (default), instructions or both (vkbench ab --instrument; the
+#                          nightly's confirmation of a counted series asks for instructions)
 #   VKBENCH_MACHINE_CLASS  the runner class; VKBENCH_AB_DIR output (default vkbench-ab)
 #   VKBENCH_BACKEND        run: the backend of vkbench ab (default native; teardown.sh reads it too)
 #   VKBENCH_VALKEY_REPOSITORY / _BRANCH  the trusted repository and its branch (lib.sh; repository
@@ -38,6 +40,7 @@ cand="${VKBENCH_AB_CANDIDATE:-}"
 pr="${VKBENCH_AB_PR:-}"
 preset="${VKBENCH_AB_PRESET:-ab}"
 max_rounds="${VKBENCH_AB_MAX_ROUNDS:-20}"
+instrument="${VKBENCH_AB_INSTRUMENT:-wallclock}"
 
 fail() { ci_error "A/B inputs" "$1"; exit 2; }
 [[ "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] \
@@ -68,6 +71,7 @@ ci_check_cell cell "$cell" || exit 2
 if [[ ! "$max_rounds" =~ ^[0-9]{1,3}$ ]] || (( max_rounds < 4 || max_rounds > 200 )); then
   fail "max_rounds must be 4..200"
 fi
+[[ "$instrument" =~ ^(wallclock|instructions|both)$ ]] || fail "instrument must be wallclock, instructions or both"
 # runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
 ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
 # The nightly's own confirmation of two commits of the trusted repository runs like the nightly
@@ -107,7 +111,8 @@ esac
 [[ -n "${VKBENCH_MACHINE_CLASS:-}" ]] || fail "VKBENCH_MACHINE_CLASS is empty"
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
 args=(ab --repo "$repo" --base "$base" --max-rounds "$max_rounds"
-  --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}")
+  --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}"
+  --instrument "$instrument")
 if [[ "$preset" == specs-from-changes ]]; then
   # The candidate is a commit here (with pr: the approved head's full SHA): what the PR changes.
   args+=(--specs-from-changes "${base}..${cand}")

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..matrix.model import Cell
+from .groups import UNKNOWN, command_group
 from .specs import JUDGED_AGAINST, R_INVALID, Refusal, valkey_configs
 
 SOURCE = "valkey-perf-benchmark"
@@ -114,12 +115,7 @@ def _entry_cells(entry: Any, name: str, servers: list[str], overrides: dict[str,
     return cells
 
 
-#: valkey-benchmark test -> data-type group (the groups of redis-benchmarks-specification).
-_GROUPS = {"set": "string", "get": "string", "mset": "string", "mget": "string", "incr": "string",
-           "lpush": "list", "rpush": "list", "lpop": "list", "rpop": "list", "lrange": "list",
-           "sadd": "set", "spop": "set", "hset": "hash", "zadd": "sorted-set", "zpopmin": "sorted-set",
-           "xadd": "stream", "xrange": "stream", "ping_inline": "connection", "ping_mbulk": "connection"}
-
-
 def _group(test: str) -> str:
-    return _GROUPS.get(test, _GROUPS.get(test.split("_")[0], "generic"))
+    """valkey-benchmark test -> data-type group (the groups of redis-benchmarks-specification)."""
+    group = command_group(test)
+    return "generic" if group == UNKNOWN else group

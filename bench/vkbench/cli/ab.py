@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..ab import DEFAULT_PRESET, TARGET_MDE, ABOptions, pr_ref, run_ab
+from ..ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE
 from ..errors import UsageError
 from ..matrix.cells import cell_from_arg
 from ..servers import source_build
@@ -40,12 +41,19 @@ from .console import make_console
 @click.option("--target-mde", default=TARGET_MDE, show_default=True, help="Minimum detectable effect to aim for.")
 @click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True)
 @click.option("--machine-class", default=None)
+@click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]), default="wallclock",
+              show_default=True, help="wallclock: interleaved rounds of rps; instructions: seed pairs under callgrind "
+              "(instructions per operation, memory per key, the functions that changed); both.")
+@click.option("--pairs", default=DEFAULT_PAIRS, show_default=True, help="Seed pairs of an instruction A/B.")
+@click.option("--instructions-target-mde", "counts_target", default=INSTRUCTIONS_TARGET_MDE, show_default=True,
+              help="Minimum detectable effect an instruction A/B must reach for a verdict (relative).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-ab"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--summary/--no-summary", default=True, show_default=True,
               help="Also append the table to $GITHUB_STEP_SUMMARY when it is set.")
 def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, requests, specs_from_changes, changed_files,
-           spec_duration, min_rounds, max_rounds, target_mde, backend, machine_class, out_dir, fmt, summary) -> None:
+           spec_duration, min_rounds, max_rounds, target_mde, backend, machine_class, instrument, pairs, counts_target,
+           out_dir, fmt, summary) -> None:
     """Build BASE and CANDIDATE of a Valkey repository from source, run the same cells interleaved
     (ABAB...) with enough rounds for the target MDE at this machine's noise, and print the table."""
     url = url or source_build.repo_url()
@@ -61,6 +69,7 @@ def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, req
         min_rounds=min_rounds, max_rounds=max_rounds, requests=requests, machine_class=machine_class,
         expect_candidate=pr_head, require_branch=require_branch, specs_from_changes=specs_from_changes,
         changed_files=read_changed_files(changed_files), spec_duration=spec_duration,
+        instrument=instrument, pairs=pairs, counts_target_mde=counts_target,
     )
     if specs_from_changes and changed_files:
         raise UsageError("give one of --specs-from-changes and --changed-files", hint="both name the changed files")
