@@ -8,7 +8,7 @@ import yaml
 from workflow_paths import FIXTURES, WORKFLOWS
 from workflow_rules import check_dir, load_dir
 
-EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "ab.yml", "bisect.yml", "ci.yml"}
+EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "ab.yml", "bisect.yml", "ci.yml", "pr-counts.yml"}
 
 
 def test_expected_workflows_exist():
@@ -39,6 +39,10 @@ def test_repository_workflows_break_no_rule():
         ("trusted_environment_output", "trusted-environment"),
         ("inputs_gate", "inputs-gate"),
         ("trusted_write", "trusted-write"),
+        ("pr_target", "pr-target"),
+        ("pr_secrets", "pr-secrets"),
+        ("pr_token", "pr-token"),
+        ("pr_hosted", "pr-hosted"),
     ],
 )
 def test_each_rule_reports_its_broken_fixture(fixture, rule):
@@ -55,7 +59,7 @@ def test_every_fixture_directory_is_tested():
         "self_hosted_pr_unguarded", "self_hosted_pr_via_call", "run_interpolation",
         "persist_credentials", "self_hosted_timeout", "fail_fast", "runner_concurrency",
         "self_hosted_environment", "trusted_environment", "trusted_environment_output", "inputs_gate",
-        "trusted_write",
+        "trusted_write", "pr_target", "pr_secrets", "pr_token", "pr_hosted",
     }
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == tested
 
@@ -75,7 +79,7 @@ def test_benchmark_inputs_match_the_contract():
     expected = {"preset", "versions", "io_threads", "topologies", "tool", "runner_classes", "repetitions", "publish"}
     assert set(dispatch) == expected == set(call)
     assert dispatch["preset"]["options"] == [
-        "smoke", "nightly", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
+        "smoke", "nightly", "nightly-datatypes", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
     ]
     assert dispatch["runner_classes"]["default"] == "cloud-x86"
     assert dispatch["publish"]["type"] == call["publish"]["type"] == "boolean"

@@ -11,9 +11,13 @@
 #                          that was approved (the caller in docs/templates pins it): a pull request
 #                          that moved since is refused, never built
 #   VKBENCH_AB_PR          pull request number of that repository (or empty)
-#   VKBENCH_AB_PRESET      cells (default ab); VKBENCH_AB_MAX_ROUNDS (default 20)
+#   VKBENCH_AB_PRESET      cells (default ab); `specs-from-changes`: the catalog specs the files
+#                          changed between base and candidate touch (vkbench ab --specs-from-changes);
+#                          VKBENCH_AB_MAX_ROUNDS (default 20)
 #   VKBENCH_AB_CELL        one cell (JSON) instead of the preset; VKBENCH_AB_CONFIRM a candidate id
 #                          (the trusted repository only: its verdict goes into the history)
+#   VKBENCH_AB_INSTRUMENT  wallclock (default), instructions or both (vkbench ab --instrument; the
+#                          nightly's confirmation of a counted series asks for instructions)
 #   VKBENCH_MACHINE_CLASS  the runner class; VKBENCH_AB_DIR output (default vkbench-ab)
 #   VKBENCH_BACKEND        run: the backend of vkbench ab (default native; teardown.sh reads it too)
 #   VKBENCH_VALKEY_REPOSITORY / _BRANCH  the trusted repository and its branch (lib.sh; repository
@@ -36,6 +40,7 @@ cand="${VKBENCH_AB_CANDIDATE:-}"
 pr="${VKBENCH_AB_PR:-}"
 preset="${VKBENCH_AB_PRESET:-ab}"
 max_rounds="${VKBENCH_AB_MAX_ROUNDS:-20}"
+instrument="${VKBENCH_AB_INSTRUMENT:-wallclock}"
 
 fail() { ci_error "A/B inputs" "$1"; exit 2; }
 [[ "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] \
@@ -62,9 +67,11 @@ confirm="${VKBENCH_AB_CONFIRM:-}"
   || fail "confirm is for the nightly's own candidates: the repository must be the trusted one (VKBENCH_VALKEY_REPOSITORY)"
 cell="${VKBENCH_AB_CELL:-}"
 ci_check_cell cell "$cell" || exit 2
+[[ "$preset" != specs-from-changes || -z "$cell" ]] || fail "give one of cell and preset specs-from-changes"
 if [[ ! "$max_rounds" =~ ^[0-9]{1,3}$ ]] || (( max_rounds < 4 || max_rounds > 200 )); then
   fail "max_rounds must be 4..200"
 fi
+[[ "$instrument" =~ ^(wallclock|instructions|both)$ ]] || fail "instrument must be wallclock, instructions or both"
 # runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
 ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
 # The nightly's own confirmation of two commits of the trusted repository runs like the nightly
@@ -103,8 +110,15 @@ esac
 
 [[ -n "${VKBENCH_MACHINE_CLASS:-}" ]] || fail "VKBENCH_MACHINE_CLASS is empty"
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
-args=(ab --repo "$repo" --base "$base" --preset "$preset" --max-rounds "$max_rounds"
-  --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}")
+args=(ab --repo "$repo" --base "$base" --max-rounds "$max_rounds"
+  --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}"
+  --instrument "$instrument")
+if [[ "$preset" == specs-from-changes ]]; then
+  # The candidate is a commit here (with pr: the approved head's full SHA): what the PR changes.
+  args+=(--specs-from-changes "${base}..${cand}")
+else
+  args+=(--preset "$preset")
+fi
 if [[ -n "$pr" ]]; then
   args+=(--pr "$pr")
   [[ -n "$cand" ]] && args+=(--pr-head "$cand")

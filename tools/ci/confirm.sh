@@ -41,7 +41,8 @@ for n, r in enumerate((doc.get("confirmation") or {}).get("waiting", [])):
         print(f"skipping malformed confirmation request {r.get('id')!r}", file=sys.stderr)
         continue
     inputs = {"repository": r["repository"], "base": good, "candidate": bad, "runner_class": r["machine_class"],
-              "cell": json.dumps(r["cell"], separators=(",", ":")), "confirm": r["id"], "comment": "false"}
+              "cell": json.dumps(r["cell"], separators=(",", ":")), "confirm": r["id"], "comment": "false",
+              "instrument": r.get("instrument") or "wallclock"}
     (out / f"{n:04d}.json").write_text(json.dumps({"ref": ref, "inputs": inputs}))
 PY
     count=0

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bisect": ("bisect", "bisect_cmd", "Find the commit of a regression between a good and a bad commit."),
     "bisect-requests": ("bisect_requests", "bisect_requests_cmd", "Choose the new incidents to bisect; write their dispatch bodies."),
     "bisect-record": ("bisect_record", "bisect_record_cmd", "Record a bisect's culprit under its incident in the history."),
+    "digest": ("digest", "digest_cmd", "What moved in the last days (regressions, confirmations, bisects, coverage) as Markdown or JSON."),
     "demo": ("demo", "demo_cmd", "The README's main job: setup check, smoke matrix, history, detection, site."),
     "ci": ("ci", "ci_group", "Steps of the GitHub workflows (plan, ...), with ::error:: annotations under Actions."),
 }

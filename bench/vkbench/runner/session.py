@@ -72,9 +72,15 @@ class RunReport:
         """Exit with the code of the first failure (after every cell had its chance)."""
         if not self.failures:
             return
-        first = self.failures[0].error
-        n = len(self.failures)
-        raise type(first)(f"{n} of {len(self.outcomes)} cells failed; first: {first.message}", hint=first.hint)
+        failed = self.failures[0]
+        first, n = failed.error, len(self.failures)
+        # The cause comes first (an annotation shows its first line): "image ... runs valkey 8.0.1,
+        # the cell asks for 9.0.0", not a generic "cells failed".
+        cause, _, details = first.message.partition("\n")
+        counted = f"{cause} (cell {failed.cell.cell_id}; {n} of {len(self.outcomes)} cells failed)"
+        error = type(first)(counted + (f"\n{details}" if details else ""), hint=first.hint)
+        error.title = f"{failed.cell.cell_id}: {cause}"[:240]
+        raise error
 
 
 def _state_dir(options: RunOptions) -> Path:

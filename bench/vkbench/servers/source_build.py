@@ -115,8 +115,12 @@ class BuildConfig:
         if not optimization and os.environ.get("VKBENCH_BUILD_LTO", "yes") == "no":
             # LTO's link step is not cached by ccache and takes minutes on 2 cores.
             optimization = NO_LTO
+        build_tls = os.environ.get("VKBENCH_BUILD_TLS", "no")
+        if build_tls not in ("yes", "no"):
+            raise MissingBinaryError(f"VKBENCH_BUILD_TLS={build_tls!r}", hint="use yes (OpenSSL, for TLS cells: libssl-dev) or no")
         return cls(malloc=malloc, cc=os.environ.get("VKBENCH_BUILD_CC", "cc"),
-                   server_cflags=os.environ.get("VKBENCH_BUILD_CFLAGS", ""), optimization=optimization)
+                   server_cflags=os.environ.get("VKBENCH_BUILD_CFLAGS", ""), optimization=optimization,
+                   make_vars=(("BUILD_TLS", build_tls), ("USE_SYSTEMD", "no")))
 
     def identity(self) -> dict:
         """The recorded configuration (what two builds must share to be compared)."""

@@ -2,7 +2,7 @@
 import { DIM_LABELS, dimValueText } from "./format.js";
 
 /** The explorer's filters, in the order shown (the list of dimensions). */
-export const FILTER_DIMS = ["server", "topology", "io_threads", "command", "pipeline", "clients", "data_size", "tool", "machine_class", "arch"];
+export const FILTER_DIMS = ["server", "topology", "io_threads", "group", "command", "pipeline", "clients", "data_size", "tool", "machine_class", "arch"];
 
 /** Sorted distinct values of a dimension (numbers numerically, versions naturally). */
 export function valuesOf(series, dim) {

@@ -15,7 +15,7 @@ export const METRIC_INFO = {
 };
 
 export const DIM_LABELS = {
-  server: "Engine + version", topology: "Topology", io_threads: "io-threads", command: "Command",
+  server: "Engine + version", topology: "Topology", io_threads: "io-threads", command: "Command", group: "Data type",
   pipeline: "Pipeline", clients: "Clients", data_size: "Data size (bytes)", tool: "Tool",
   machine_class: "Machine class", arch: "Arch", engine: "Engine", version: "Version",
   client_threads: "Client threads", keyspace: "Keyspace", requests: "Requests", duration: "Duration (s)",

@@ -7,6 +7,7 @@ import { fmtAgo, fmtDate, fmtDateTime, fmtPct, METRIC_INFO, shortSha } from "./f
 import { styleFor } from "./palette.js";
 import { buildHash } from "./state.js";
 import { empty, extLink, h, section } from "./ui.js";
+import { isFirstRuns, latestRunSection } from "./view-latest.js";
 
 /** How many incident charts to draw at once; more are drawn on request (bytes for the first view). */
 const CHARTS_UP_FRONT = 6;
@@ -103,7 +104,7 @@ function classCard(index, name, cls) {
     h("p", {}, `${latest.series ?? 0} of ${cls.series} series measured`,
       latest.invalid ? h("span.badge.warn", {}, `${latest.invalid} invalid`) : null),
     flags ? h("p.muted", {}, `Flags: ${flags}`) : null,
-    latest.versions?.length ? h("p.muted", {}, `Versions: ${latest.versions.join(", ")}`) : null,
+    latest.versions?.length ? h("p.muted.versions", {}, "Versions: ", latest.versions.map((v, k) => [k ? ", " : null, h("span.version", { title: v }, v)])) : null,
     h("p", {}, cls.open_regressions
       ? h("span.badge.bad", {}, `▼ ${cls.open_regressions} open regression${cls.open_regressions > 1 ? "s" : ""}`)
       : h("span.badge.ok", {}, "✓ no open regressions"),
@@ -170,6 +171,37 @@ function incidentCard(index, incident, ctx, drawNow) {
   return card;
 }
 
+// Data types (the series' group: a catalog spec's group, else its command's): which moved, i.e.
+// have an open regression or a recent improvement, and how many series each has.
+function dataTypeSection(index, open, improvements) {
+  const groups = new Map();
+  for (const s of index.series) {
+    const g = s.dims.group || "other";
+    if (!groups.has(g)) groups.set(g, { series: 0, regressions: [], improvements: [] });
+    groups.get(g).series += 1;
+  }
+  const groupsOf = (inc) => new Set((inc.series_ids || []).map((id) => index.byId.get(id)?.dims.group).filter(Boolean));
+  for (const inc of open) for (const g of groupsOf(inc)) groups.get(g)?.regressions.push(inc);
+  for (const inc of improvements) for (const g of groupsOf(inc)) groups.get(g)?.improvements.push(inc);
+  const names = [...groups.keys()].sort();
+  const moved = names.filter((g) => groups.get(g).regressions.length || groups.get(g).improvements.length);
+  const worst = (list, pick) => list.reduce((m, i) => (m === null || pick(i.magnitude, m) ? i.magnitude : m), null);
+  const explore = (g) => buildHash("explorer", new URLSearchParams({ group: g }));
+  return section("Data types",
+    h("p.lead.group-summary", {}, moved.length
+      ? `Moved: ${moved.join(", ")}. Unchanged: ${names.filter((g) => !moved.includes(g)).join(", ") || "none"}.`
+      : `No data type moved (${names.join(", ")}).`),
+    h("ul.data-types", {}, names.map((g) => {
+      const info = groups.get(g);
+      const down = worst(info.regressions, (a, b) => a < b), up = worst(info.improvements, (a, b) => a > b);
+      return h("li", { "data-group": g },
+        h("a", { href: explore(g) }, g), h("span.muted", {}, ` ${info.series} series `),
+        info.regressions.length ? h("span.badge.bad", {}, `▼ ${info.regressions.length} open regression${info.regressions.length > 1 ? "s" : ""} (${fmtPct(down)})`) : null,
+        info.improvements.length ? h("span.badge.good", {}, `▲ ${info.improvements.length} improvement${info.improvements.length > 1 ? "s" : ""} (${fmtPct(up)})`) : null,
+        !info.regressions.length && !info.improvements.length ? h("span.badge.ok", {}, "✓ steady") : null);
+    })));
+}
+
 export async function renderOverview(root, params, ctx) {
   const { index } = ctx;
   const detect = await loadDetect();
@@ -189,8 +221,12 @@ export async function renderOverview(root, params, ctx) {
       open.length ? h("strong.bad-text", {}, `${open.length} open regression${open.length > 1 ? "s" : ""}.`) : "No open regressions.",
       detect.generated ? h("span.muted", {}, ` Change detection ran ${fmtDateTime(Date.parse(detect.generated) / 1000)}.`) : null)));
 
+  // The first runs: no trend yet, so the numbers themselves, as charts, come first.
+  if (isFirstRuns(index)) root.append(latestRunSection(index));
+
   root.append(section("Machine classes",
     h("div.grid", {}, Object.entries(index.classes).map(([name, cls]) => classCard(index, name, cls)))));
+  root.append(dataTypeSection(index, open, improvements));
 
   const openSection = section(`Open incidents (${open.length})`);
   if (!open.length) openSection.append(empty("No open regressions: every series is within its noise."));
