@@ -322,6 +322,27 @@ class Cell(BaseModel):
                 raise ValueError(f"{arg!r}: a tool argument is 1-1000 characters without control characters")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tls_shorthand(cls, data: Any) -> Any:
+        """``"tls": true`` on a cell (or a matrix group) is ``workload: {tls: true}``: one field,
+        so a TLS cell's identity does not depend on how it was written."""
+        if isinstance(data, dict) and "tls" in data:
+            data = dict(data)
+            tls = data.pop("tls")
+            if tls is None or tls is False:
+                return data
+            if tls is not True:
+                raise ValueError(f"tls: {tls!r} is not true or false")
+            workload = data.get("workload")
+            if workload is None:
+                data["workload"] = {"tls": True}
+            elif isinstance(workload, dict):
+                data["workload"] = {**workload, "tls": True}
+            else:
+                data["workload"] = workload.model_copy(update={"tls": True})
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
         if self.requests is None and self.duration is None:

@@ -86,3 +86,17 @@ def test_source_builds_take_build_tls_from_the_environment(monkeypatch):
     monkeypatch.setenv("VKBENCH_BUILD_TLS", "maybe")
     with pytest.raises(MissingBinaryError, match="VKBENCH_BUILD_TLS"):
         BuildConfig.from_env()
+
+
+def test_tls_true_on_a_cell_or_a_group_is_the_workload_field():
+    from vkbench.matrix.expand import expand_matrix
+    from vkbench.matrix.model import MatrixFile
+
+    short = cell_from_arg('{"server": "valkey:8.0.1", "tls": true}')
+    long = cell_from_arg('{"server": "valkey:8.0.1", "workload": {"tls": true}}')
+    assert short.workload.tls and short.cell_id == long.cell_id
+    assert cell_from_arg('{"server": "valkey:8.0.1", "tls": false}').workload is None
+    both = cell_from_arg('{"server": "valkey:8.0.1", "tool": "memtier_benchmark", "tls": true, "workload": {"ratio": "1:10"}}')
+    assert both.workload.tls and both.workload.ratio == "1:10"
+    cells = expand_matrix(MatrixFile.model_validate({"name": "m", "groups": [{"server": "valkey:8.0.1", "tls": [False, True]}]}))
+    assert [bool(c.workload and c.workload.tls) for c in cells] == [False, True]
