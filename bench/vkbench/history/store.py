@@ -100,12 +100,14 @@ def series_entry(dims: dict, arch: str | None, points: list[dict], shards: Itera
 class HistoryStore:
     """One history directory. Cheap to construct; every read goes to disk."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, version: int | None = None):
+        """``version``: the history's format version when the caller has read it already (a
+        worker handed one series); otherwise read from the history on first need."""
         self.path = Path(path)
         #: Set by :meth:`migrate` when this process upgraded an older history ("1 -> 3").
         self.migrated: str | None = None
         #: The history's format version (its shard file names depend on it): read lazily.
-        self._version: int | None = None
+        self._version: int | None = version
 
     # -- paths ---------------------------------------------------------------------------------
     @property
