@@ -43,7 +43,7 @@ from .compact import Dictionary, compact_value, dumps, epoch, loads, write
 from .history_reader import History, open_history, point_order
 from . import insights
 from .reference import load_references, reference_data
-from .series_data import Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
+from .series_data import METRICS as SERIES_METRICS, Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
 
 #: Explorer filters first (in the order the UI shows them), then every other dimension.
 DIM_ORDER = ("server", "topology", "io_threads", "command", "group", "pipeline", "clients", "data_size", "tool",
@@ -465,7 +465,7 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
         "runs": history.index.get("runs"),
         "detect_generated": detect.get("generated"),
         "commit_repos": {e: repo for e in ENGINE_REPOS} if repo else dict(ENGINE_REPOS),
-        "metrics": [m for m in ("rps", "avg", "min", "p50", "p95", "p99", "p999", "max") if m in metrics_seen],
+        "metrics": [m for m in SERIES_METRICS if m in metrics_seen],
         "dims": dim_keys,
         "values": [dictionaries[k].values for k in dim_keys],
         "series": series_rows,

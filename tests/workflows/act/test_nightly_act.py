@@ -31,7 +31,8 @@ from source_builds import BASE_COMMIT, BUILD_ENV
 
 #: Which builds the nightly measures here (repository variable VKBENCH_NIGHTLY_VERSIONS).
 NIGHTLY_VERSIONS = "valkey:unstable"
-#: The runner classes nightly.yml passes to benchmark.yml.
+#: The self-hosted runner classes nightly.yml passes to benchmark.yml (it passes github-hosted too,
+#: whose instruction-count cells are the `count` job's hosted matrix, not in the plan's cell count).
 NIGHTLY_RUNNERS = "pi-cm4,cloud-x86,cloud-arm64"
 
 

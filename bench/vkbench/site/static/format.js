@@ -9,6 +9,9 @@ export const METRIC_INFO = {
   p99: { label: "p99 latency", unit: "ms", better: "lower" },
   p999: { label: "p99.9 latency", unit: "ms", better: "lower" },
   max: { label: "Maximum latency", unit: "ms", better: "lower" },
+  // Counted, not timed (docs/instructions.md): nearly deterministic, so sub-percent steps show.
+  instructions_per_op: { label: "Instructions per operation", unit: "instructions/op", better: "lower" },
+  bytes_per_key: { label: "Memory per key", unit: "bytes/key", better: "lower" },
 };
 
 export const DIM_LABELS = {
@@ -21,11 +24,14 @@ export const DIM_LABELS = {
 };
 
 const nf = new Intl.NumberFormat(undefined, { maximumSignificantDigits: 4 });
+// instructions per op: 0.1 % of ~10,000 is 10 instructions; show the decimal the counts resolve
+const nfCount = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
 const nfFull = new Intl.NumberFormat(undefined, { maximumFractionDigits: 3 });
 const nfCompact = new Intl.NumberFormat(undefined, { notation: "compact", maximumSignificantDigits: 3 });
 
 export function fmtValue(v, metric) {
   if (v == null || Number.isNaN(v)) return "–";
+  if (metric === "instructions_per_op") return nfCount.format(v);
   return metric === "rps" ? nfFull.format(Math.round(v)) : nf.format(v);
 }
 

@@ -69,9 +69,25 @@ function culpritLine(incident) {
     Number.isFinite(b.effect) ? `: ${fmtPct(b.effect)} on ${b.measure || "?"}${interval}` : null, run);
 }
 
+// An incident of instruction counts (detect.json incident.instruction_diff): the functions whose
+// self instructions per operation changed most between the last good and the first bad run.
+function instructionDiff(incident) {
+  const d = incident.instruction_diff;
+  if (!d || !Array.isArray(d.rows) || !d.rows.length) return null;
+  const num = (v) => (Number.isFinite(v) ? v.toFixed(2) : "–");
+  const source = d.source === "callgrind dumps"
+    ? `callgrind dumps of seeds ${(d.seeds || []).join(", ")}` : "the results' top functions";
+  return h("div.table-wrap", {}, h("table.data.instruction-diff", {},
+    h("caption", {}, `Functions whose instructions per ${d.command || "operation"} changed most, last good → first bad (${source})`),
+    h("thead", {}, h("tr", {}, ["function", "good (instr/op)", "bad (instr/op)", "change"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, d.rows.slice(0, 10).map((r) => h("tr", {},
+      h("td", {}, h("code", {}, String(r.function))), h("td", {}, num(r.before)), h("td", {}, num(r.after)),
+      h("td", {}, `${r.delta > 0 ? "+" : ""}${num(r.delta)}`))))));
+}
+
 function magnitudeBadge(incident) {
   const regression = incident.direction === "regression";
-  return h(`span.badge.${regression ? "bad" : "good"}`, {}, `${regression ? "▼" : "▲"} ${fmtPct(incident.magnitude)} ${incident.metric}`);
+  return h(`span.badge.${regression ? "bad" : "good"}`, {}, `${regression ? "▼" : "▲"} ${fmtPct(incident.magnitude, Math.abs(incident.magnitude) < 0.01 ? 2 : 1)} ${incident.metric}`);
 }
 
 function classCard(index, name, cls) {
@@ -146,6 +162,7 @@ function incidentCard(index, incident, ctx, drawNow) {
     commitRange(index, incident),
     culpritLine(incident),
     incident.annotation ? h("p.note", {}, "✎ ", annotationText(incident.annotation)) : null,
+    instructionDiff(incident),
     box,
     h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →"),
       index.profiles?.[incident.id] ? [" · ", h("a.profile-link", { href: `#/profile?incident=${encodeURIComponent(incident.id)}` }, "CPU profile: before, after, difference →")] : null));
