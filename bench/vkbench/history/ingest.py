@@ -268,7 +268,9 @@ def _differences(path: Path, new: dict, where: str, old: dict | None) -> list[st
     if old is None:
         return [f"{path}: {new['run_id']}/{new['cell_id']} has a series {where} does not have"]
     flat_new, flat_old = _flat(new), _flat(old)
-    changed = [k for k in sorted(set(flat_new) | set(flat_old)) if flat_new.get(k) != flat_old.get(k)]
+    # medians first (rps before latency): what an operator compares; spreads and bounds after
+    changed = sorted((k for k in set(flat_new) | set(flat_old) if flat_new.get(k) != flat_old.get(k)),
+                     key=lambda k: (not k.endswith(".median"), ".rps." not in k, k))
     if not changed:
         return []
     shown = ", ".join(f"{k} {flat_old.get(k)!r} kept, {flat_new.get(k)!r} ignored" for k in changed[:MAX_NAMED_DIFFERENCES])
