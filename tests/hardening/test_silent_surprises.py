@@ -78,3 +78,50 @@ def test_the_publish_job_ingests_strictly():
     assert calls and all("--strict" in line for line in calls)
     workflows = "\n".join(p.read_text() for p in (REPO / ".github" / "workflows").glob("*.yml"))
     assert "vkbench ingest" not in workflows and "vkbench publish" not in workflows.replace("# vkbench publish", "")
+
+
+# -- --rebuild-index after a shard was deleted -------------------------------------------------
+
+@pytest.fixture
+def nights(tmp_path) -> Path:
+    """24 nights over two months, SET and GET: 48 points in 4 shards (2 series x 2 months)."""
+    for day in range(24):
+        month, dom = ("2026-10", day + 1) if day < 12 else ("2026-11", day - 11)
+        write_result(tmp_path / "in", make_result(run_id=f"run-{day:02d}", timestamp=f"{month}-{dom:02d}T02:00:00Z",
+                                                  rps={"SET": 400_000.0 + day, "GET": 450_000.0 + day}))
+    ingest(HistoryStore(tmp_path / "history"), [tmp_path / "in"])
+    return tmp_path / "history"
+
+
+def _shards(history: Path) -> list[Path]:
+    return sorted((history / "series").rglob("*.jsonl"))
+
+
+def test_rebuild_index_restores_a_deleted_shard_from_the_result_copies(nights):
+    before = tree_hash(nights / "series", nights / "runs", nights / "fingerprints")
+    assert sum(json.loads(nights.joinpath("index.json").read_text())["series"][s]["points"]
+               for s in json.loads(nights.joinpath("index.json").read_text())["series"]) == 48
+    _shards(nights)[0].unlink()
+    code, text = vk("ingest", "--history", nights, "--rebuild-index")
+    assert code == 0, text
+    assert "12 point(s) restored into their shards from the result copies under runs/" in text
+    assert "could not be recovered" not in text
+    assert tree_hash(nights / "series", nights / "runs", nights / "fingerprints") == before   # byte for byte
+    index = json.loads(nights.joinpath("index.json").read_text())
+    assert sum(entry["points"] for entry in index["series"].values()) == 48
+    code, text = vk("detect", "--history", nights, "--no-write")      # the repaired history reads cleanly
+    assert code == 0, text
+
+
+def test_rebuild_index_names_what_neither_a_shard_nor_a_copy_holds(nights):
+    shard = _shards(nights)[0]
+    lost = [json.loads(line) for line in shard.read_text().splitlines()][:5]
+    shard.unlink()
+    for point in lost:      # retention removed these result copies
+        shutil.rmtree(nights / "runs" / point["timestamp"][:7] / point["run_id"])
+    runs_before = tree_hash(nights / "runs")
+    code, text = vk("ingest", "--history", nights, "--rebuild-index")
+    assert code == 0, text
+    assert "7 point(s) restored" in text
+    assert f"series {shard.parent.name}: 5 of 24 point(s) the old index listed could not be recovered" in text
+    assert tree_hash(nights / "runs") == runs_before

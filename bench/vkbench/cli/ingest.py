@@ -30,6 +30,8 @@ def ingest_cmd(results, history_dir, as_json, strict, rebuild_index):
     if rebuild_index:
         index = store.rebuild_index()
         click.echo(f"{history_dir}: index rebuilt from the shards: {len(index['series'])} series, {index['runs']} runs", err=as_json)
+        for note in store.rebuild_notes:
+            click.echo(f"{history_dir}: {note}", err=True)
         if not results:
             return
     elif not results:
