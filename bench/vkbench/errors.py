@@ -89,43 +89,49 @@ class ContainerEngineError(VkbenchError):
     exit_code = 11
 
 
+class ExportError(VkbenchError):
+    """An export target (a PostgreSQL database) refused or could not be reached."""
+
+    exit_code = 12
+
+
 class ConflictingResultError(ResultFileError):
     """``ingest --strict``/``publish --strict``: a run_id/cell_id already in the history (or
     twice in the inputs) with other numbers."""
 
-    exit_code = 12
+    exit_code = 13
 
 
 class ToolTimeoutError(BenchmarkFailedError):
     """A phase of a cell (catalog preload, preload, warm-up, a repetition) overran ``--timeout``:
     the cell was stopped and everything it started torn down."""
 
-    exit_code = 13
+    exit_code = 14
 
 
 class OutputLimitError(BenchmarkFailedError):
     """A benchmark tool printed more than the output cap (``--output-limit``): stopped, torn down."""
 
-    exit_code = 14
+    exit_code = 15
 
 
 class DiskFullError(VkbenchError):
     """No space left on the device (ENOSPC) or the disk quota (EDQUOT) while writing; what was
     written is either complete or not there (atomic writes)."""
 
-    exit_code = 15
+    exit_code = 16
 
 
 class FileSizeLimitError(VkbenchError):
     """A write hit the process's file-size limit (EFBIG, ``ulimit -f``)."""
 
-    exit_code = 16
+    exit_code = 17
 
 
 class NoFreePortError(ServerStartError):
     """No TCP port could be had on 127.0.0.1 (loopback down, or every port in use)."""
 
-    exit_code = 17
+    exit_code = 18
 
 
 def from_os_error(exc: OSError) -> VkbenchError | None:

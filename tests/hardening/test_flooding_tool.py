@@ -1,6 +1,6 @@
 """Issue 18, a benchmark tool with no bound: a fake tool (through the VKBENCH_TOOL_* override)
 that prints without end, or never ends. `vkbench run` must stream the output to disk up to
---output-limit (exit 14), hold --timeout in every phase (exit 13), and tear everything down
+--output-limit (exit 15), hold --timeout in every phase (exit 14), and tear everything down
 when either fires: no server, no tool process, no pid file, no vkbench-* temp folder, no
 config file with the password. Outside the results folder nothing changes (tree hash).
 
@@ -78,7 +78,7 @@ def assert_torn_down(tmp_path: Path) -> None:
 def test_a_flooding_tool_is_capped_in_the_warm_up_and_everything_is_torn_down(tmp_path, runs):
     code, text, _ = run_with(tmp_path, runs, FLOOD, dict(CELL, warmup=1000), "--output-limit", "0.5", "--timeout", "120")
     assert "Traceback" not in text
-    assert code == 14, text[-3000:]
+    assert code == 15, text[-3000:]
     assert "printed more than 524288 bytes (0.5 MiB, --output-limit) in its warm-up" in text
     assert "hint:" in text and "raise --output-limit" in text
     raw = next((tmp_path / "out").glob("*.raw"))
@@ -90,7 +90,7 @@ def test_a_flooding_tool_is_capped_in_the_warm_up_and_everything_is_torn_down(tm
 def test_a_flooding_tool_is_capped_in_a_repetition(tmp_path, runs):
     code, text, _ = run_with(tmp_path, runs, FLOOD, dict(CELL, warmup=0), "--output-limit", "0.5", "--timeout", "120")
     assert "Traceback" not in text
-    assert code == 14, text[-3000:]
+    assert code == 15, text[-3000:]
     assert "in its repetition 1 and was stopped" in text
     raw = next((tmp_path / "out").glob("*.raw"))
     assert (raw / "rep-1.txt").stat().st_size <= 524288
@@ -102,7 +102,7 @@ def test_a_flooding_tool_is_capped_in_a_repetition(tmp_path, runs):
 def test_timeout_holds_in_every_phase_and_tears_everything_down(tmp_path, runs, phase, cell):
     code, text, took = run_with(tmp_path, runs, HANG, cell, "--timeout", "3")
     assert "Traceback" not in text
-    assert code == 13, text[-3000:]
+    assert code == 14, text[-3000:]
     assert f"did not finish its {phase} within 3 s (--timeout)" in text
     assert "servers, pid files and temporary folders are removed" in text and "hint: raise --timeout" in text
     assert took < RUN_TIMEOUT      # it ended by itself (one phase's 3 s, not one per repetition)
@@ -132,4 +132,4 @@ def test_the_preload_holds_its_deadline(monkeypatch):
     with pytest.raises(ToolTimeoutError) as caught:
         preload.preload_keyspace(None, 10_000, 3, deadline=time.monotonic() - 1, timeout_s=3)
     assert "the preload did not finish within 3 s (--timeout): 0 of 10000 keys written" in caught.value.message
-    assert caught.value.exit_code == 13
+    assert caught.value.exit_code == 14

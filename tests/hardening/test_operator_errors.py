@@ -112,7 +112,7 @@ def test_ingest_on_a_full_disk_says_so_and_leaves_the_history_whole(seeded):
     got = in_private_tmpfs(seeded, "2m", f'cp -a "{seeded / "seed"}" "$MNT/history"',
                            vkbench("ingest", seeded / "new", "--history", seeded / "mnt" / "history"), "history")
     proc = subprocess.CompletedProcess([], int(got["rc"]), got["stdout"], got["stderr"])
-    assert_sentence(proc, 15, "no space left on the device", "hint: free space")
+    assert_sentence(proc, 16, "no space left on the device", "hint: free space")
     assert got["after"] == got["before"]            # nothing lost, no temp file, no empty run folder
     assert got["listing"].split() == ["filler", "history"]
 
@@ -124,7 +124,7 @@ def test_site_build_on_a_full_disk_keeps_the_previous_site(seeded):
     got = in_private_tmpfs(seeded, "8m", f'"$PY" -m vkbench site build --history "{seeded / "seed"}" --out "$MNT/site" >/dev/null',
                            command, "site")
     proc = subprocess.CompletedProcess([], int(got["rc"]), got["stdout"], got["stderr"])
-    assert_sentence(proc, 15, "no space left on the device", "hint: free space")
+    assert_sentence(proc, 16, "no space left on the device", "hint: free space")
     assert got["after"] == got["before"]            # the previous site, whole; no stage folder left
     assert got["listing"].split() == ["filler", "site"]
 
@@ -136,21 +136,21 @@ def test_ingest_past_the_file_size_limit_says_so_and_leaves_the_history_whole(se
     proc = subprocess.run(["bash", "-c", 'ulimit -f 64; exec "$@"', "bash",
                            *vkbench("ingest", seeded / "new", "--history", history)],
                           env=child_env(seeded), capture_output=True, text=True, timeout=CHILD_TIMEOUT)
-    assert_sentence(proc, 16, "file-size limit", "ulimit -f unlimited")
+    assert_sentence(proc, 17, "file-size limit", "ulimit -f unlimited")
     assert tree_hash(history, seeded / "new") == before
 
 
 @needs_net_ns
 @pytest.mark.integration
 def test_run_without_a_loopback_says_so_and_leaves_nothing(tmp_path):
-    """In a network namespace 127.0.0.1 cannot be bound: exit 17 at once (not 2000 probes and a
+    """In a network namespace 127.0.0.1 cannot be bound: exit 18 at once (not 2000 probes and a
     traceback), and no temp folder, pid file or result left."""
     cell = {"server": "valkey:9.1.2", "requests": 1000, "repetitions": 1, "preload": False, "tests": ["set"]}
     env = child_env(tmp_path)
     proc = subprocess.run(["unshare", "-n", *vkbench("run", "--cell", json.dumps(cell), "--out", tmp_path / "out",
                                                      "--state-dir", tmp_path / "state")],
                           env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
-    assert_sentence(proc, 17, "no TCP port can be bound and reached on 127.0.0.1", "ip link set lo up")
+    assert_sentence(proc, 18, "no TCP port can be bound and reached on 127.0.0.1", "ip link set lo up")
     assert list((tmp_path / "tmp").iterdir()) == []
     assert not list((tmp_path / "state").glob("*.json")) if (tmp_path / "state").exists() else True
     assert not list((tmp_path / "out").glob("*.json")) if (tmp_path / "out").exists() else True
@@ -158,7 +158,7 @@ def test_run_without_a_loopback_says_so_and_leaves_nothing(tmp_path):
 
 @pytest.mark.integration
 def test_run_with_every_port_of_its_range_taken_says_so(tmp_path):
-    """The range narrowed to one port (VKBENCH_PORT_RANGE) that this test holds: exit 17 with
+    """The range narrowed to one port (VKBENCH_PORT_RANGE) that this test holds: exit 18 with
     the range named, nothing left behind."""
     import socket
 
@@ -171,7 +171,7 @@ def test_run_with_every_port_of_its_range_taken_says_so(tmp_path):
         proc = subprocess.run(vkbench("run", "--cell", json.dumps(cell), "--out", tmp_path / "out",
                                       "--state-dir", tmp_path / "state"),
                               env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT)
-    assert_sentence(proc, 17, f"found only 0 of 1 free port(s) on 127.0.0.1 in {port}-{port}", "--cleanup-only")
+    assert_sentence(proc, 18, f"found only 0 of 1 free port(s) on 127.0.0.1 in {port}-{port}", "--cleanup-only")
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
@@ -182,4 +182,4 @@ def test_the_allocator_names_the_host_it_could_not_bind():
     with pytest.raises(NoFreePortError) as caught:
         allocate_ports(1, cluster=False, host="192.0.2.1")      # TEST-NET-1: never an address of this machine
     assert "no TCP port can be bound and reached on 192.0.2.1" in caught.value.message
-    assert caught.value.exit_code == 17
+    assert caught.value.exit_code == 18

@@ -47,7 +47,7 @@ def test_reingest_with_other_numbers_warns_naming_file_and_values(work):
 def test_reingest_with_other_numbers_under_strict_fails_with_exit_12(work):
     before = tree_hash(work / "history")
     code, text = vk("ingest", work / "again", "--history", work / "history", "--strict")
-    assert code == 12, text
+    assert code == 13, text
     assert "already present with other numbers (nothing was written)" in text
     assert "metrics.rps.median 400000.0 kept, 300000.0 ignored" in text and str(work / "again") in text
     assert "hint:" in text and "--run-id" in text
@@ -66,7 +66,7 @@ def test_two_inputs_with_one_key_and_other_numbers_fail_under_strict(tmp_path):
     write_result(tmp_path / "in", make_result(run_id="run-b", rps={"SET": 1000.0}), name="one.json")
     write_result(tmp_path / "in", make_result(run_id="run-b", rps={"SET": 2000.0}), name="two.json")
     code, text = vk("ingest", tmp_path / "in", "--history", tmp_path / "history", "--strict")
-    assert code == 12, text
+    assert code == 13, text
     assert "two.json" in text and "one.json" in text
     assert list((tmp_path / "history").rglob("*")) == []      # the lock's folder, empty
 

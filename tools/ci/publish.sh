@@ -47,8 +47,8 @@ trap 'rm -rf "$work"' EXIT
 status=0
 "$VKBENCH" publish "$results" --strict --repo-dir "$remote" "${branches[@]}" --detect "${annotations[@]}" "${retention[@]}" \
   --site-out "$site" --workdir "$work/pages" || status=$?
-# --strict: a result already on the branch with other numbers fails the job (exit 12), never
-# dropped silently. A failure (8: the push lost every race; 12) was annotated by vkbench itself, with its hint.
+# --strict: a result already on the branch with other numbers fails the job (exit 13), never
+# dropped silently. A failure (8: the push lost every race; 13) was annotated by vkbench itself, with its hint.
 [[ $status -eq 0 ]] || exit "$status"
 
 {

@@ -13,7 +13,7 @@ import click
 @click.option("--history", "history_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="History directory (created if missing).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--strict", is_flag=True,
-              help="A result already in the history (same run_id/cell_id) with other numbers is an error (exit 12, "
+              help="A result already in the history (same run_id/cell_id) with other numbers is an error (exit 13, "
                    "nothing written), not a warning. The workflows use it.")
 @click.option("--rebuild-index", is_flag=True, help="Recompute index.json whole from the shards (repair after a lost index or a crash; checksums are re-recorded), then ingest RESULTS if any.")
 def ingest_cmd(results, history_dir, as_json, strict, rebuild_index):

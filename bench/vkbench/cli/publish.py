@@ -45,7 +45,7 @@ def _site_builder():
               help="Fetch only the branch tips (--depth 1): the publish costs the night's work, not the history's.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Keep the checkout here (default: a temporary directory).")
 @click.option("--strict", is_flag=True,
-              help="A result already in the history (same run_id/cell_id) with other numbers is an error (exit 12), not a warning.")
+              help="A result already in the history (same run_id/cell_id) with other numbers is an error (exit 13), not a warning.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, max_retries, run_detect, annotations, site_out,
                 reference_dir, no_reference, full_site, site_branch, keep_raw_days, keep_results_days, shallow, workdir, strict,

@@ -38,10 +38,10 @@ from .run_display import ProgressDisplay, print_summary
               help="Record the servers with perf record -g during one extra repetition (not measured); folded stacks go to <cell_id>.raw/profile.folded.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
               help="Seconds each phase may take: a catalog preload, the preload, the warm-up, each repetition. "
-                   "Past it the cell stops, everything it started is removed, and the run exits 13.")
+                   "Past it the cell stops, everything it started is removed, and the run exits 14.")
 @click.option("--output-limit", type=click.FloatRange(min=0.001, max=1024), default=4.0, show_default=True, metavar="MIB",
               help="MiB one benchmark tool process may print (streamed to disk); past it the tool is killed, "
-                   "the cell stops and the run exits 14.")
+                   "the cell stops and the run exits 15.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where pid files of running servers live (default ~/.cache/vkbench/state).")
 @click.option("--cleanup-only", is_flag=True, help="Only remove leftovers of a killed earlier run, then exit.")

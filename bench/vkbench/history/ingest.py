@@ -95,7 +95,7 @@ def load_all(paths: list[Path]) -> list[dict]:
 
 def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, strict: bool = False) -> IngestReport:
     """``strict``: a result whose run_id/cell_id is already present (in the history or in the
-    inputs) with other numbers is an error (exit 12) instead of a warning in report.conflicts;
+    inputs) with other numbers is an error (exit 13) instead of a warning in report.conflicts;
     either way the first numbers are the ones kept, and under strict nothing is written."""
     paths = input_files(result_paths)
     conflicts: list[str] = []
@@ -124,7 +124,8 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, st
         index = store.index()      # corrupt / newer / missing-with-shards -> ResultFileError, nothing written
         index = store.migrate(index)
         if store.migrated:
-            report.notes.append(f"history format migrated {store.migrated}: per-shard checksums added to index.json")
+            report.notes.append(f"history format migrated {store.migrated}: shards checked and named after their series "
+                                "(<month>.<sid>.jsonl; per-shard checksums in index.json)")
         store.verify(index, deep=True)   # every shard matches the index (lines, bytes, sha256); none unlisted
         series_index = index["series"]
 
