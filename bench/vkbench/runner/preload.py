@@ -7,9 +7,12 @@ numbers comparable across runs.
 
 from __future__ import annotations
 
+import time
+
 import valkey
 from valkey.cluster import ClusterNode, ValkeyCluster
 
+from ..errors import ToolTimeoutError
 from ..topology.backend import Deployment
 
 READ_TESTS = {"get", "mget", "lrange", "lrange_100", "lrange_300", "lrange_500", "lrange_600"}
@@ -60,10 +63,12 @@ def client_for(deployment: Deployment, *, timeout: float = 10.0):
     return node_client(deployment, primary, timeout=timeout)
 
 
-def preload_keyspace(deployment: Deployment, keyspace: int, data_size: int, names=None) -> int:
+def preload_keyspace(deployment: Deployment, keyspace: int, data_size: int, names=None,
+                     deadline: float | None = None, timeout_s: float | None = None) -> int:
     """SET every key of the keyspace with a ``data_size``-byte value; return the keys written.
 
-    ``names``: the key names (default valkey-benchmark's ``key:%012d`` for ``-r keyspace``)."""
+    ``names``: the key names (default valkey-benchmark's ``key:%012d`` for ``-r keyspace``).
+    ``deadline`` (time.monotonic()): checked between batches; past it, ToolTimeoutError."""
     value = b"x" * data_size
     names = iter(names if names is not None else (f"key:{i:012d}" for i in range(keyspace)))
     client = client_for(deployment)
@@ -73,6 +78,11 @@ def preload_keyspace(deployment: Deployment, keyspace: int, data_size: int, name
             batch = [name for _, name in zip(range(BATCH), names)]
             if not batch:
                 break
+            if deadline is not None and time.monotonic() > deadline:
+                raise ToolTimeoutError(
+                    f"the preload did not finish within {timeout_s or 0:g} s (--timeout): {written} of {keyspace} keys "
+                    "written; the cell was stopped: its servers, pid files and temporary folders are removed",
+                    hint="raise --timeout or lower keyspace")
             pipe = client.pipeline(transaction=False)
             for name in batch:
                 pipe.set(name, value)

@@ -24,6 +24,7 @@ class RunOptions:
     workflow_run_url: str | None = None
     interleave: bool = False
     timeout: float = 600.0
+    output_limit: int | None = None       # bytes one tool process may print (None: the default, 4 MiB)
     state_dir: Path | None = None
     server_host: str | None = None
     profile: bool = False
@@ -125,6 +126,7 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
         machine_class=options.machine_class, workflow_run_url=options.workflow_run_url,
         environment=fingerprint(probe_container_runtime=options.backend == "compose"),
         tool_paths=tools, repetition_timeout=options.timeout, profile=options.profile,
+        **({"output_limit": options.output_limit} if options.output_limit else {}),
     )
     states = [CellState(cell) for cell in cells]
     errors: dict[str, VkbenchError] = {}

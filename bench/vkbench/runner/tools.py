@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..capped_output import run_capped
 from ..errors import UsageError
 from ..matrix.model import Cell
 from ..topology.backend import Deployment, Endpoint
@@ -56,8 +57,7 @@ def _documented_auth_env(tool_path: str, library_path: str) -> tuple[str, ...]:
     valkey-cli, redis-cli); () for the benchmark tools released so far."""
     env = dict(os.environ, LD_LIBRARY_PATH=library_path) if library_path else None
     try:
-        proc = subprocess.run([tool_path, "--help"], capture_output=True, text=True, timeout=10, env=env,
-                              stdin=subprocess.DEVNULL)
+        proc = run_capped([tool_path, "--help"], timeout=10, env=env)
     except (OSError, subprocess.SubprocessError):
         return ()
     text = proc.stdout + proc.stderr
@@ -79,7 +79,7 @@ def _env_auth_works(tool_path: str, tool_env: tuple[tuple[str, str], ...], varia
         if var not in variables:
             env.pop(var, None)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, stdin=subprocess.DEVNULL)
+        proc = run_capped(argv, timeout=30, env=env)
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0 and not _AUTH_REFUSED.search(proc.stdout + proc.stderr)

@@ -78,6 +78,31 @@ export function isBetter(metric, delta) {
   return METRIC_INFO[metric]?.better === "higher" ? delta > 0 : delta < 0;
 }
 
+// Bidirectional formatting characters (an override such as U+202E shows a name reversed) and
+// other controls: shown escaped. The history's reader refuses them in names already; this is
+// the last line for anything else a page shows.
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+// Right-to-left letters (Hebrew, Arabic, Syriac, Thaana, NKo, ... and their presentation forms).
+const RTL = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]|[\u{10800}-\u{10fff}\u{1e800}-\u{1efff}]/u;
+
+/** A name as text that shows as itself: controls escaped (\u202e), and right-to-left text
+ * wrapped in FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE so it cannot reorder the words
+ * around it (as <bdi> would; these also work in chart canvases and attributes). Plain
+ * left-to-right text comes back unchanged. (Python: vkbench.bidi.isolate.) */
+export function isolate(v) {
+  const s = String(v).replace(CONTROLS, (c) => `\\u${c.codePointAt(0).toString(16).padStart(4, "0")}`);
+  return RTL.test(s) ? `\u2068${s}\u2069` : s;
+}
+
+// What a text node may not carry as itself: the same, except tab and newline, and the
+// isolates that isolate() put around a name.
+const UNSAFE_IN_TEXT = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066\u2067]/g;
+
+/** Any string a page shows (ui.js h()): controls and bidi overrides escaped, nothing else. */
+export function safeText(v) {
+  return String(v).replace(UNSAFE_IN_TEXT, (c) => `\\u${c.codePointAt(0).toString(16).padStart(4, "0")}`);
+}
+
 export function dimValueText(dim, v) {
   if (v == null || v === "") return "–";
   if (dim === "io_threads") return `io-threads ${v}`;
@@ -86,5 +111,5 @@ export function dimValueText(dim, v) {
   if (dim === "data_size") return `${v} B`;
   if (v === true) return "yes";
   if (v === false) return "no";
-  return String(v);
+  return isolate(v);
 }

@@ -3,7 +3,7 @@
 import { createTrendChart } from "./chart.js";
 import { loadDetect, loadSeries, pointInfo } from "./data.js";
 import { FILTER_DIMS, labelFor, varyingDims } from "./dims.js";
-import { fmtAgo, fmtDate, fmtDateTime, fmtPct, METRIC_INFO, shortSha } from "./format.js";
+import { fmtAgo, fmtDate, fmtDateTime, fmtPct, isolate, METRIC_INFO, shortSha } from "./format.js";
 import { styleFor } from "./palette.js";
 import { buildHash } from "./state.js";
 import { empty, extLink, h, section } from "./ui.js";
@@ -121,7 +121,7 @@ async function incidentChart(box, index, incident, ctx) {
   if (!ctx.isCurrent()) return;
   const series = sids.map((id) => index.byId.get(id));
   const varying = varyingDims(series, FILTER_DIMS);
-  const lines = series.map((s, k) => ({ ...styleFor(k), sid: s.id, dims: s.dims, label: varying.length ? labelFor(s, varying) : `${s.dims.server} ${s.dims.command} io-threads ${s.dims.io_threads}`, series: data[k] }));
+  const lines = series.map((s, k) => ({ ...styleFor(k), sid: s.id, dims: s.dims, label: varying.length ? labelFor(s, varying) : `${isolate(s.dims.server)} ${isolate(s.dims.command)} io-threads ${s.dims.io_threads}`, series: data[k] }));
   box.replaceChildren();
   const chart = createTrendChart(box, {
     metric, lines, compact: true, height: 170, band: true,
@@ -147,9 +147,9 @@ async function incidentChart(box, index, incident, ctx) {
 // An annotation from results/annotations.yaml ({action, reason, ...}), the automatic one of a
 // same-build incident, or a plain note.
 function annotationText(annotation) {
-  if (typeof annotation === "string") return annotation;
+  if (typeof annotation === "string") return isolate(annotation);
   if (annotation && typeof annotation.reason === "string") {
-    return annotation.automatic ? annotation.reason : `${annotation.action || "note"}: ${annotation.reason}`;
+    return annotation.automatic ? isolate(annotation.reason) : `${isolate(annotation.action || "note")}: ${isolate(annotation.reason)}`;
   }
   return JSON.stringify(annotation);
 }
