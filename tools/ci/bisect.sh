@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The bisect of a regression, for bisect.yml, and its automatic start from the nightly.
 #
-#   tools/ci/bisect.sh check     validate the inputs only (a GitHub-hosted job); outputs trusted=true|false
-#   tools/ci/bisect.sh run       `vkbench bisect` (builds from source, A/B per step)
+#   tools/ci/bisect.sh check     validate the inputs only (a GitHub-hosted job, before the wheel is
+#                                built): `vkbench ci inputs bisect`; outputs trusted=true|false
+#   tools/ci/bisect.sh run       check again, then `vkbench bisect` (builds from source, A/B per step)
 #   tools/ci/bisect.sh comment   post bisect.md on the incident's issue (GH_TOKEN, GITHUB_REPOSITORY)
 #   tools/ci/bisect.sh record    record bisect.json under the incident in the history on gh-pages
 #                                (history/bisects.json, then detection again) and push, retrying a
@@ -105,58 +106,8 @@ case "$mode" in
     exit 0 ;;
 esac
 
-repo="${VKBENCH_BISECT_REPOSITORY:-}"
-good="${VKBENCH_BISECT_GOOD:-}"
-bad="${VKBENCH_BISECT_BAD:-}"
-preset="${VKBENCH_BISECT_PRESET:-ab}"
-cell="${VKBENCH_BISECT_CELL:-}"
-[[ "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] \
-  || fail "repository must be an https URL of a github.com or gitlab.com repository"
-# The trusted repository (its branches are pushed only by its maintainers) may name refs; any
-# other repository's ends are the full commit SHAs the reviewer approves (docs/security.md).
-ci_trusted_source || exit 2
-ci_check_commit good "$good" "$repo" || exit 2
-ci_check_commit bad "$bad" "$repo" || exit 2
-[[ "$preset" =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || fail "preset must be a preset name (letters, digits and -, not starting with -)"
-ci_check_cell cell "$cell" || exit 2
-# An incident's culprit goes into the history: only with the issue it belongs to.
-[[ -z "$incident" || -n "$issue" ]] || fail "incident needs incident_issue (the incident's issue number)"
-# runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
-ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
-# The nightly's own bisect of an incident between two commits of the trusted repository runs like
-# the nightly (environment benchmark-nightly, no reviewer), once `vkbench bisect --require-branch`
-# has checked that both ends are merged; anything else waits for a reviewer (docs/security.md).
-trusted=false
-ci_trusted_followup "$repo" "$incident" && trusted=true
-
 case "$mode" in
-  check)
-    ci_untrusted_log "bisect ${repo}: ${good}..${bad}"
-    if [[ "$trusted" == true ]]; then
-      echo "trusted: the bisect of an incident between commits of the nightly's repository (checked on its branch before building)"
-    fi
-    # What the reviewer of `benchmark` approves: exactly these commits (and those between) are built.
-    {
-      printf '## Bisect to approve\n\n| | |\n| --- | --- |\n'
-      printf '| repository | %s |\n' "$(ci_md_text "$repo")"
-      printf '| good | %s |\n' "$(ci_md_commit "$good")"
-      printf '| bad | %s |\n' "$(ci_md_commit "$bad")"
-      if [[ "$trusted" == true ]]; then
-        printf '\nTrusted: the bisect of incident %s between two commits of the trusted repository (runs without a reviewer once both are checked on its branch).\n' \
-          "$(ci_md_text "$incident")"
-      fi
-      printf '\n'
-    } | ci_summary
-    ci_output trusted "$trusted"
-    exit 0 ;;
-  run)
-    [[ -n "${VKBENCH_MACHINE_CLASS:-}" ]] || fail "VKBENCH_MACHINE_CLASS is empty"
-    args=(bisect --repo "$repo" --good "$good" --bad "$bad" --preset "$preset"
-      --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir")
-    [[ -n "$cell" ]] && args+=(--cell "$cell")
-    if [[ "$trusted" == true || "${VKBENCH_BISECT_TRUSTED:-false}" == true ]]; then
-      args+=(--require-branch "$CI_TRUSTED_BRANCH")
-    fi
-    "$VKBENCH" "${args[@]}" ;;
+  check) "$VKBENCH" ci inputs bisect --runner-classes "$CI_RUNNER_CLASSES" ;;
+  run) "$VKBENCH" ci run bisect --runner-classes "$CI_RUNNER_CLASSES" "${@:2}" ;;
   *) ci_error "bisect" "usage: tools/ci/bisect.sh check|run|comment|record|dispatch"; exit 2 ;;
 esac

@@ -9,6 +9,8 @@ import click
 # subcommand -> (module under vkbench.ci, attribute, one-line help)
 CI_COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("plan", "plan_cmd", "The benchmark plan job: check the inputs, expand and check the matrix."),
+    "inputs": ("inputs", "inputs_cmd", "ab.yml's or bisect.yml's inputs job: check the dispatch inputs, decide `trusted`."),
+    "run": ("inputs", "run_cmd", "The A/B or bisect job: check the inputs again and run vkbench ab or bisect."),
 }
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import ResultFileError, UsageError
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
+from ..matrix.server_settings import CELL_INPUT, CELL_INPUT_MAX
 from .confirmations import series_cell
 
 BISECTS = "bisects.json"
@@ -41,10 +42,6 @@ FORMAT = 1
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 #: An incident id as detection makes them (12 hex, ``inc-<12 hex>``) or an annotation names one.
 INCIDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-#: What bisect.yml's inputs check accepts as a cell (tools/ci/lib.sh ci_check_cell): a cell that
-#: would be refused there is never dispatched.
-CELL_INPUT = re.compile(r'^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$')
-CELL_INPUT_MAX = 2000
 #: A midpoint whose A/B missed the target MDE is still judged (the search goes on) and says so.
 JUDGED = ("bad", "good", "reproduced", "not reproduced", "inconclusive",
           "bad (MDE above target)", "good (MDE above target)")
@@ -107,7 +104,7 @@ def bisect_requests(detection: dict, actions: list[dict], *, trusted_repository:
             continue
         cell = series_cell(dims)
         cell_json = json.dumps(cell, separators=(",", ":"))
-        if len(cell_json) > CELL_INPUT_MAX or not CELL_INPUT.match(cell_json):
+        if len(cell_json) > CELL_INPUT_MAX or not CELL_INPUT.fullmatch(cell_json):
             skipped.append(f"{iid}: the cell of series {sid} is not a valid bisect.yml input")
             continue
         requests.append({"incident_id": iid, "issue": int(issue), "repository": trusted_repository,
