@@ -147,96 +147,12 @@ ci_container_env() {
   fi
 }
 
-# ci_github_api METHOD PATH [BODY_FILE]: one GitHub REST call, its JSON reply on stdout. The
-# token ($GH_TOKEN, else $GITHUB_TOKEN) reaches curl on stdin as a header: never on a command
-# line (ps) nor in a log. The API root is $GITHUB_API_URL, which GitHub sets on every runner
-# (https://api.github.com, or GHES's); no retry: a repeated POST could dispatch or comment twice.
-ci_github_api() {
-  local method="$1" path="$2" body="${3:-}" token="${GH_TOKEN:-${GITHUB_TOKEN:-}}"
-  local api="${GITHUB_API_URL:-https://api.github.com}"
-  if [[ -z "$token" ]]; then
-    ci_error "GitHub API" "no token (GH_TOKEN or GITHUB_TOKEN) for ${method} ${path}"
-    return 1
-  fi
-  local args=(--silent --show-error --fail-with-body --max-time 60 -X "$method" -H @-
-    -H "Accept: application/vnd.github+json" -H "X-GitHub-Api-Version: 2022-11-28")
-  if [[ -n "$body" ]]; then
-    args+=(-H "Content-Type: application/json" --data-binary "@${body}")
-  fi
-  printf 'Authorization: Bearer %s\n' "$token" | curl "${args[@]}" "${api%/}${path}"
-}
-
-# ci_comment_json MARKDOWN_FILE: {"body": <the file's text>} for an issue or PR comment, built
-# by Python from the file (no shell quoting of untrusted text).
-ci_comment_json() {
-  "$(ci_python)" -c 'import json, sys; print(json.dumps({"body": open(sys.argv[1], encoding="utf-8", errors="replace").read()}))' "$1"
-}
-
-# ci_runner_classes: the runner classes declared in runners/classes.yaml, comma-separated and
-# sorted ($VKBENCH_RUNNER_CLASSES_FILE overrides the file), read with PyYAML; fails (status 1)
-# when the file cannot be read.
-ci_runner_classes() {
-  local file="${VKBENCH_RUNNER_CLASSES_FILE:-$CI_REPO_ROOT/runners/classes.yaml}"
-  "$(ci_python)" -c '
-import sys, yaml
-data = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
-print(",".join(sorted(data["classes"])))
-' "$file" 2>/dev/null
-}
-
-# The repository whose commits the nightly benchmarks (its source builds), and its default
-# branch: the repository variables VKBENCH_VALKEY_REPOSITORY and VKBENCH_VALKEY_BRANCH, else
-# upstream's. Its merged commits are trusted like the nightly itself: a confirmation A/B or an
-# incident's bisect of two of them runs in `benchmark-nightly` (no reviewer), after
-# `vkbench ab/bisect --require-branch` checked both are on that branch (docs/security.md).
-CI_DEFAULT_VALKEY_REPOSITORY="https://github.com/valkey-io/valkey"
-CI_DEFAULT_VALKEY_BRANCH="unstable"
-
-# ci_trusted_source: set CI_TRUSTED_REPOSITORY and CI_TRUSTED_BRANCH from those variables; an
-# ::error:: and status 2 when the repository is not an https URL of a github.com or gitlab.com
-# repository or the branch not a plain branch name.
-ci_trusted_source() {
-  local repo="${VKBENCH_VALKEY_REPOSITORY:-$CI_DEFAULT_VALKEY_REPOSITORY}"
-  local branch="${VKBENCH_VALKEY_BRANCH:-$CI_DEFAULT_VALKEY_BRANCH}" LC_ALL=C
-  if [[ ${#repo} -gt 200 || ! "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]]; then
-    ci_error "Invalid variable VKBENCH_VALKEY_REPOSITORY" "must be the https URL of a github.com or gitlab.com repository"
-    return 2
-  fi
-  if [[ ! "$branch" =~ ^[A-Za-z0-9_][A-Za-z0-9._/-]{0,99}$ || "$branch" == *..* || "$branch" == refs/* ]]; then
-    ci_error "Invalid variable VKBENCH_VALKEY_BRANCH" "must be a branch name, e.g. unstable"
-    return 2
-  fi
-  # shellcheck disable=SC2034 # read by the scripts that source this file (bisect.sh)
-  CI_TRUSTED_REPOSITORY="$repo"
-  # shellcheck disable=SC2034
-  CI_TRUSTED_BRANCH="$branch"
-}
-
-# ci_record_in_history PAGES MESSAGE TITLE CMD...: clone the history's branch into PAGES, run CMD
-# (which writes into PAGES/history), commit what changed with MESSAGE and push; a push rejected
-# by a concurrent writer is retried on the new branch tip (5 attempts, then status 8). CMD's
-# output goes to the job summary under TITLE. Nothing changed: no commit, status 0.
-ci_record_in_history() {
-  local pages="$1" message="$2" title="$3" remote branch out attempt
-  shift 3
-  branch="$(ci_history_branch)"
+# ci_record confirm|bisect: `vkbench ci record` into the history's branch (with the step's git
+# credentials), detection honouring the known changes recorded in the repository, as publish does.
+ci_record() {
+  local remote
   remote="$(ci_pages_remote)" || return 1
-  for attempt in 1 2 3 4 5; do
-    ci_clone_pages "$pages"
-    out="$("$@")" || return $?
-    git -C "$pages" add -A
-    if ! git -C "$pages" -c user.name="vkbench" -c user.email="vkbench@users.noreply.github.com" \
-      commit -q --no-verify -m "$message"; then
-      printf '%s\n' "$out"
-      return 0
-    fi
-    if git -C "$pages" push -q "$remote" "HEAD:${branch}"; then
-      printf '## %s\n\n%s\n' "$title" "$out" | ci_summary
-      return 0
-    fi
-    ci_warning "$title" "push rejected (attempt ${attempt}); retrying on the new ${branch}"
-    sleep $((attempt * 3))
-  done
-  ci_error "$title" "could not push after 5 attempts"
-  return 8
+  ci_git_auth
+  "$VKBENCH" ci record "$1" --remote "$remote" --branch "$(ci_history_branch)" \
+    --annotations "$CI_REPO_ROOT/results/annotations.yaml"
 }

@@ -152,6 +152,28 @@ def worst_series(incident: dict, change_points: list[dict], confirmations: dict)
     return ids[0] if ids else None
 
 
+def requests_from_history(history: Path, actions_file: Path, *, trusted_repository: str,
+                          runner_classes: set[str]) -> tuple[list[dict], list[str]]:
+    """:func:`bisect_requests` for a history directory and what ``vkbench alert --actions-out``
+    wrote: the requests, and one line per action that is not bisected (why)."""
+    from .confirmations import load as load_confirmations
+
+    actions = read_actions(actions_file)
+    store = HistoryStore(history)
+    detection = store.read_detect(for_alerts=True)
+    if detection is None:
+        raise ResultFileError(f"{store.detect_path}: not found", hint="run `vkbench detect --history DIR` first")
+    return bisect_requests(detection, actions, trusted_repository=trusted_repository, runner_classes=runner_classes,
+                           series_index=store.index()["series"], confirmations=load_confirmations(store)["confirmations"],
+                           recorded=load(store)["bisects"])
+
+
+def describe(request: dict) -> str:
+    """One Markdown list line for a chosen request (job summaries)."""
+    return (f"- bisect {request['incident_id']} (#{request['issue']}): {request['good'][:10]}..{request['bad'][:10]} "
+            f"on {request['runner_class']}, cell {json.dumps(request['cell'], separators=(',', ':'))}")
+
+
 def dispatch_body(request: dict, ref: str) -> dict:
     """The REST body of ``POST /repos/{repo}/actions/workflows/bisect.yml/dispatches``."""
     return {"ref": ref, "inputs": {
