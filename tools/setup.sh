@@ -5,7 +5,7 @@
 #   tools/setup.sh            what `vkbench demo` needs: the venv, server and tool binaries
 #   tools/setup.sh --test     also what the tests need: test extras, site-src/node_modules (npm),
 #                             memtier_benchmark (source build), Chromium, build tools + ccache,
-#                             podman + compose, actionlint, lint tools
+#                             podman + compose, actionlint, lint tools, PostgreSQL server
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,6 +62,8 @@ if [[ $with_tests == 1 ]]; then
   tools/setup/ansible-collections.sh
   step "actionlint (Go module proxy)"
   tools/setup/actionlint.sh
+  step "PostgreSQL server for the export test (Debian's postgresql; clusters are the test's own)"
+  tools/setup/postgres.sh
   step "lint tools (cloud-init schema)"
   tools/setup/lint-tools.sh
   step "act, to run the workflows locally (Go module proxy, patched: tools/setup/act-patches)"
