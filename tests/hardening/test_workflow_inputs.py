@@ -151,12 +151,12 @@ REPOSITORY = [
 PRESET = ["--help", SUBST, BACKTICK, "ab\nnightly", "../ab", "ab'", 'ab"', HUGE]
 CELL = ['{"server":"%s"}' % SUBST, '{"server":"%s"}' % BACKTICK,
         '{"a":1}\n{"b":2}', '{"a":"\'"}', '{"a":"x;y"}', '{"a":"x\\\\y"}', "not json", "::add-mask::x", "{" + HUGE + "}"]
-# The trusted repository and its branch (repository variables, lib.sh ci_trusted_source): they
+# The trusted repository and its branch (repository variables, vkbench.ci.trust): they
 # decide which runs skip the reviewer, so a malformed value stops every run instead of matching.
 TRUSTED_REPOSITORY = [SUBST, "http://github.com/valkey-io/valkey", "file:///srv/valkey.git", "https://evil.example/o/r",
                       "https://github.com/valkey-io/valkey\nhttps://github.com/someone/valkey", "https://github.com/o/r'", HUGE]
 TRUSTED_BRANCH = [SUBST, "refs/pull/1/head", "-x", "a..b", "unstable\nmain", "unstable;id", HUGE]
-UPSTREAM = "https://github.com/valkey-io/valkey"      # the trusted repository (lib.sh's default)
+UPSTREAM = "https://github.com/valkey-io/valkey"      # the trusted repository (vkbench.ci.trust's default)
 FORK = "https://github.com/someone/valkey"
 SHA_A, SHA_B = "a" * 40, "b" * 40
 # A repository other than the trusted one names commits by full SHA only: a branch, a tag or a
@@ -309,18 +309,16 @@ def test_the_check_shows_the_reviewer_what_will_be_built(tmp_path, script, overr
         assert line in summary, (line, summary)
 
 
-def test_summary_text_is_inert_markdown(tmp_path):
-    """lib.sh's ci_md_text: a value cannot open a link, an image, a tag, a code span, emphasis or
-    a table cell, nor start a line of its own."""
+def test_summary_text_is_inert_markdown():
+    """The check's summary escapes every value with vkbench.markdown.text (the inputs jobs run the
+    checkout's vkbench, so there is no second escaper in shell): a value cannot open a link, an
+    image, a tag, a code span, emphasis or a table cell, nor start a line of its own."""
+    from vkbench import markdown as md
+
     value = "[x](javascript:alert(1)) <img src=x onerror=alert(1)> `code` | pipe *b* _i_ ~s~\n# heading\r\\"
-    proc = subprocess.run(["bash", "-c", 'source "$1"; ci_md_text "$2"', "-", str(REPO / "tools" / "ci" / "lib.sh"), value],
-                          capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == ("\\[x\\](javascript:alert(1)) \\<img src=x onerror=alert(1)\\> \\`code\\` \\| pipe "
-                           "\\*b\\* \\_i\\_ \\~s\\~ # heading \\\\")
-    long = subprocess.run(["bash", "-c", 'source "$1"; ci_md_text "$2"', "-", str(REPO / "tools" / "ci" / "lib.sh"), HUGE],
-                          capture_output=True, text=True, timeout=30)
-    assert long.stdout == "a" * 300
+    assert md.text(value) == ("\\[x\\](javascript:alert(1)) \\<img src=x onerror=alert(1)\\> \\`code\\` \\| pipe "
+                              "\\*b\\* \\_i\\_ \\~s\\~ # heading \\\\")
+    assert md.text(HUGE) == "a" * 299 + "…"
 
 
 def dispatch_inputs(workflow: Path) -> dict:

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -260,17 +261,29 @@ def _script(name: str, mode: str, env: dict[str, str], cwd: Path) -> subprocess.
     return subprocess.run([str(CI / name), mode], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
+def _run_argv(name: str, env: dict[str, str], cwd: Path) -> list[str]:
+    """The vkbench command `NAME run` would run (`run --print-argv`: checked, not run)."""
+    proc = subprocess.run([str(CI / name), "run", "--print-argv"], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     """ab.yml and bisect.yml: the hosted job validates the dispatch inputs before a runner is
     used; the comment jobs post the Markdown with their own token. (The A/B and bisect
     themselves run for real in tests/sourcebuild.)"""
     ab, bisect = workflow_scripts("ab.yml"), workflow_scripts("bisect.yml")
-    # The hosted job checks the inputs first, then builds the wheel every later job installs.
-    assert ab["inputs"][0] == "tools/ci/ab.sh check" and bisect["inputs"][0] == "tools/ci/bisect.sh check"
-    assert all(" pip wheel " in steps[-1] for steps in (ab["inputs"], bisect["inputs"]))
+    # The hosted job checks the inputs first (the checkout's vkbench run from source, with only the
+    # packages the check imports), then builds the wheel every later job installs: a refused
+    # dispatch ends before any wheel is built or uploaded.
+    for steps, script in ((ab["inputs"], "tools/ci/ab.sh check"), (bisect["inputs"], "tools/ci/bisect.sh check")):
+        check = steps.index(script)
+        assert " pip wheel " in steps[-1] and check < len(steps) - 1, steps
+        before = steps[:check]
+        assert all(re.fullmatch(r'python -m pip install --disable-pip-version-check( "[a-z]+>=[0-9.]+")+', s) for s in before), before
     assert ab["ab"] == ["tools/setup.sh", "tools/ci/ab.sh run", "tools/ci/teardown.sh"]
     assert bisect["bisect"] == ["tools/setup.sh", "tools/ci/bisect.sh run", "tools/ci/teardown.sh"]
-    assert ab["comment"][-1].endswith("tools/ci/pr-comment.sh") and bisect["alert"][0] == "tools/ci/bisect.sh comment"
+    assert ab["comment"][-1] == "tools/ci/pr-comment.sh" and "tools/ci/bisect.sh comment" in bisect["alert"]
 
     # The caller template pins what was approved: the base commit, the PR's number and its head's
     # full SHA, which `ab.sh run` hands to vkbench as --pr-head (vkbench refuses a pull request that
@@ -285,23 +298,17 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     recorder = tmp_path / "vkbench-args"
     (tmp_path / "fake-vkbench").write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {recorder}\n')
     (tmp_path / "fake-vkbench").chmod(0o755)
-    proc = _script("ab.sh", "run", {**pinned, "VKBENCH_BIN": str(tmp_path / "fake-vkbench"),
-                                    "VKBENCH_MACHINE_CLASS": "cloud-x86"}, tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    argv = recorder.read_text().splitlines()
+    argv = _run_argv("ab.sh", {**pinned, "VKBENCH_MACHINE_CLASS": "cloud-x86"}, tmp_path)
     assert argv[argv.index("--pr") + 1] == "1234" and argv[argv.index("--pr-head") + 1] == pinned["VKBENCH_AB_CANDIDATE"]
     assert "--candidate" not in argv and "--require-branch" not in argv      # a PR: the reviewer's gate
     # The trusted path (the nightly's confirmation of upstream's commits, or the inputs job saying
     # so): both commits must be on upstream's default branch, checked by vkbench before building.
     confirm = {**pinned, "VKBENCH_AB_REPOSITORY": "https://github.com/valkey-io/valkey", "VKBENCH_AB_PR": "",
-               "VKBENCH_AB_BASE": "a" * 40, "VKBENCH_AB_CANDIDATE": "b" * 40, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab",
-               "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
+               "VKBENCH_AB_BASE": "a" * 40, "VKBENCH_AB_CANDIDATE": "b" * 40, "VKBENCH_AB_CONFIRM": "confirm-0123456789ab"}
     for extra, branch in (({}, "unstable"), ({"VKBENCH_VALKEY_BRANCH": "main"}, "main"),
                           ({"VKBENCH_AB_CONFIRM": "", "VKBENCH_AB_TRUSTED": "true"}, "unstable"),
                           ({"VKBENCH_AB_CONFIRM": ""}, None)):
-        proc = _script("ab.sh", "run", {**confirm, **extra}, tmp_path)
-        assert proc.returncode == 0, proc.stderr
-        argv = recorder.read_text().splitlines()
+        argv = _run_argv("ab.sh", {**confirm, **extra}, tmp_path)
         assert (argv[argv.index("--require-branch") + 1] if "--require-branch" in argv else None) == branch, (extra, argv)
     for bad in ({"VKBENCH_AB_REPOSITORY": "file:///etc"}, {"VKBENCH_AB_REPOSITORY": "https://evil.example/x/y"},
                 {"VKBENCH_AB_BASE": "--upload-pack=touch /tmp/x"}, {"VKBENCH_AB_BASE": "a..b"},
@@ -322,24 +329,21 @@ def test_ab_and_bisect_inputs_are_checked_and_the_comments_posted(tmp_path):
     # The nightly's bisect of an incident: the cell and --require-branch reach vkbench bisect.
     incident_env = {**bisect_env, "VKBENCH_BISECT_REPOSITORY": "https://github.com/valkey-io/valkey",
                     "VKBENCH_BISECT_INCIDENT": "0123456789ab", "VKBENCH_BISECT_ISSUE": "4",
-                    "VKBENCH_BISECT_CELL": '{"io_threads":4}', "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
-    assert _script("bisect.sh", "run", incident_env, tmp_path).returncode == 0
-    argv = recorder.read_text().splitlines()
+                    "VKBENCH_BISECT_CELL": '{"io_threads":4}'}
+    argv = _run_argv("bisect.sh", incident_env, tmp_path)
     assert argv[0] == "bisect" and argv[argv.index("--cell") + 1] == '{"io_threads":4}'
     assert argv[argv.index("--require-branch") + 1] == "unstable"
-    assert _script("bisect.sh", "run", {**incident_env, "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_ISSUE": ""},
-                   tmp_path).returncode == 0
-    assert "--require-branch" not in recorder.read_text().splitlines()
+    assert "--require-branch" not in _run_argv("bisect.sh", {**incident_env, "VKBENCH_BISECT_INCIDENT": "", "VKBENCH_BISECT_ISSUE": ""},
+                                               tmp_path)
 
     # The self-hosted jobs run native servers, and their `if: always()` teardown cleans up that
     # same backend (teardown.sh's own default is compose, the nightly's backend).
     for workflow, job_id, script in (("ab.yml", "ab", "ab.sh"), ("bisect.yml", "bisect", "bisect.sh")):
         job_env = {k: str(v) for k, v in yaml.safe_load((WORKFLOWS / workflow).read_text())["jobs"][job_id]["env"].items()}
-        run_env = {**(confirm if script == "ab.sh" else incident_env), **job_env, "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}
-        assert _script(script, "run", run_env, tmp_path).returncode == 0
-        argv = recorder.read_text().splitlines()
+        run_env = {**(confirm if script == "ab.sh" else incident_env), **job_env}
+        argv = _run_argv(script, run_env, tmp_path)
         assert "--backend" not in argv or argv[argv.index("--backend") + 1] == "native", argv
-        assert _script("teardown.sh", "", run_env, tmp_path).returncode == 0
+        assert _script("teardown.sh", "", {**run_env, "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}, tmp_path).returncode == 0
         argv = recorder.read_text().splitlines()
         assert argv[:2] == ["run", "--backend"] and argv[2] == "native" and "--cleanup-only" in argv, (workflow, argv)
 
@@ -447,7 +451,8 @@ def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
     scripts, bisect_jobs = workflow_scripts("benchmark.yml"), workflow_scripts("bisect.yml")
     assert scripts["alert"][-1] == "tools/ci/alert.sh" and scripts["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
     assert bisect_jobs["publish"][-1] == "tools/ci/bisect.sh record"
-    assert bisect_jobs["alert"][0] == "tools/ci/bisect.sh comment" and bisect_jobs["alert"][-1] == "tools/ci/alert.sh"
+    assert bisect_jobs["alert"].index("tools/ci/bisect.sh comment") < bisect_jobs["alert"].index("tools/ci/alert.sh") \
+        == len(bisect_jobs["alert"]) - 1
     assert workflow_scripts("ab.yml")["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
 
     logs = Logs()

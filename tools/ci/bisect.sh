@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The bisect of a regression, for bisect.yml, and its automatic start from the nightly.
 #
-#   tools/ci/bisect.sh check     validate the inputs only (a GitHub-hosted job); outputs trusted=true|false
-#   tools/ci/bisect.sh run       `vkbench bisect` (builds from source, A/B per step)
+#   tools/ci/bisect.sh check     validate the inputs only (a GitHub-hosted job, before the wheel is
+#                                built): `vkbench ci inputs bisect`; outputs trusted=true|false
+#   tools/ci/bisect.sh run       check again, then `vkbench bisect` (builds from source, A/B per step)
 #   tools/ci/bisect.sh comment   post bisect.md on the incident's issue (GH_TOKEN, GITHUB_REPOSITORY)
 #   tools/ci/bisect.sh record    record bisect.json under the incident in the history on gh-pages
 #                                (history/bisects.json, then detection again) and push, retrying a
@@ -29,134 +30,16 @@ set -euo pipefail
 # shellcheck source=tools/ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-mode="${1:-}"
-dir="${VKBENCH_BISECT_DIR:-vkbench-bisect}"
-issue="${VKBENCH_BISECT_ISSUE:-}"
-incident="${VKBENCH_BISECT_INCIDENT:-}"
-fail() { ci_error "bisect inputs" "$1"; exit 2; }
-[[ -z "$issue" || "$issue" =~ ^[1-9][0-9]{0,6}$ ]] || fail "incident_issue must be an issue number"
-# An incident id of detect.json: 12 hex, or inc-<12 hex> for one a confirmation A/B opened.
-[[ -z "$incident" || "$incident" =~ ^(inc-)?[0-9a-f]{12}$ ]] || fail "incident must be an incident id (12 hex or inc-<12 hex>)"
-github_repository() {
-  [[ "${GITHUB_REPOSITORY:-}" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] || fail "GITHUB_REPOSITORY must be OWNER/NAME"
-}
-
-case "$mode" in
-  comment)
-    [[ -n "$issue" ]] || exit 0
-    if [[ ! -s "$dir/bisect.md" ]]; then
-      ci_warning "bisect" "no bisect.md was produced; nothing to comment"
-      exit 0
-    fi
-    github_repository
-    body="$(mktemp)"
-    trap 'rm -f "$body"' EXIT
-    ci_comment_json "$dir/bisect.md" >"$body"
-    ci_github_api POST "/repos/${GITHUB_REPOSITORY}/issues/${issue}/comments" "$body" >/dev/null
-    exit 0 ;;
-  record)
-    [[ -n "$incident" ]] || fail "record needs VKBENCH_BISECT_INCIDENT (the incident id)"
-    report="$dir/bisect.json"
-    [[ -s "$report" ]] || { ci_error "bisect" "no bisect.json: the bisect failed, nothing to record"; exit 1; }
-    ci_git_auth
-    work="$(mktemp -d)"
-    trap 'rm -rf "$work"' EXIT
-    args=(bisect-record --history "$work/pages/history" --incident "$incident" --bisect "$report")
-    [[ -n "${VKBENCH_WORKFLOW_RUN_URL:-}" ]] && args+=(--run-url "$VKBENCH_WORKFLOW_RUN_URL")
-    # Detection honours the known changes recorded in the repository, as publish does.
-    [[ -f "$CI_REPO_ROOT/results/annotations.yaml" ]] && args+=(--annotations "$CI_REPO_ROOT/results/annotations.yaml")
-    site="${VKBENCH_SITE_OUT:-site}"
-    [[ "$site" =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$ ]] || fail "VKBENCH_SITE_OUT must be a folder name of the pages branch"
-    # shellcheck disable=SC2329 # called by ci_record_in_history
-    record_bisect() {
-      "$VKBENCH" "${args[@]}" || return $?
-      # The site's overview shows the culprit: rebuild it (incremental: only detect.json changed).
-      "$VKBENCH" site build --history "$work/pages/history" --out "$work/pages/${site}" >&2
-    }
-    ci_record_in_history "$work/pages" "bisect ${incident}" "Bisect recorded" record_bisect
-    exit 0 ;;
+case "${1:-}" in
+  check) "$VKBENCH" ci inputs bisect --runner-classes "$CI_RUNNER_CLASSES" ;;
+  run) "$VKBENCH" ci run bisect --runner-classes "$CI_RUNNER_CLASSES" "${@:2}" ;;
+  comment) "$VKBENCH" ci comment bisect ;;
+  record) ci_record bisect ;;
   dispatch)
-    actions="${VKBENCH_ALERT_ACTIONS:-vkbench-alert/actions.json}"
-    if [[ ! -s "$actions" ]]; then
-      printf '## Bisects\n\nalert recorded no actions: nothing to bisect.\n' | ci_summary
-      exit 0
-    fi
-    github_repository
-    ci_trusted_source || exit 2
-    classes="$(ci_runner_classes)" || { ci_error "bisect" "cannot read runners/classes.yaml"; exit 2; }
     ci_git_auth
     work="$(mktemp -d)"
     trap 'rm -rf "$work"' EXIT
-    ci_clone_pages "$work/pages"
-    # One workflow_dispatch body per chosen incident, written by vkbench (no value is spliced into
-    # a shell string); bisect.yml checks every input again.
-    args=(bisect-requests --history "$work/pages/history" --actions "$actions" --repository "$CI_TRUSTED_REPOSITORY"
-      --ref "${GITHUB_REF_NAME:-main}" --out "$work/dispatch")
-    IFS=, read -r -a class_list <<<"$classes"
-    for runner_class in "${class_list[@]}"; do args+=(--runner-class "$runner_class"); done
-    chosen="$("$VKBENCH" "${args[@]}")"
-    count=0
-    for body in "$work"/dispatch/*.json; do
-      [[ -e "$body" ]] || break
-      ci_github_api POST "/repos/${GITHUB_REPOSITORY}/actions/workflows/bisect.yml/dispatches" "$body" >/dev/null
-      count=$((count + 1))
-    done
-    printf '## Bisects\n\n%s incident(s) dispatched to bisect.yml.\n\n%s\n' "$count" "$chosen" | ci_summary
-    exit 0 ;;
-esac
-
-repo="${VKBENCH_BISECT_REPOSITORY:-}"
-good="${VKBENCH_BISECT_GOOD:-}"
-bad="${VKBENCH_BISECT_BAD:-}"
-preset="${VKBENCH_BISECT_PRESET:-ab}"
-cell="${VKBENCH_BISECT_CELL:-}"
-[[ "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]] \
-  || fail "repository must be an https URL of a github.com or gitlab.com repository"
-# The trusted repository (its branches are pushed only by its maintainers) may name refs; any
-# other repository's ends are the full commit SHAs the reviewer approves (docs/security.md).
-ci_trusted_source || exit 2
-ci_check_commit good "$good" "$repo" || exit 2
-ci_check_commit bad "$bad" "$repo" || exit 2
-[[ "$preset" =~ ^[a-z0-9][a-z0-9-]{0,39}$ ]] || fail "preset must be a preset name (letters, digits and -, not starting with -)"
-ci_check_cell cell "$cell" || exit 2
-# An incident's culprit goes into the history: only with the issue it belongs to.
-[[ -z "$incident" || -n "$issue" ]] || fail "incident needs incident_issue (the incident's issue number)"
-# runs-on and the runner's concurrency group take it: a declared class only (runners/classes.yaml).
-ci_check_runner_class runner_class "${VKBENCH_MACHINE_CLASS:-}" || exit 2
-# The nightly's own bisect of an incident between two commits of the trusted repository runs like
-# the nightly (environment benchmark-nightly, no reviewer), once `vkbench bisect --require-branch`
-# has checked that both ends are merged; anything else waits for a reviewer (docs/security.md).
-trusted=false
-ci_trusted_followup "$repo" "$incident" && trusted=true
-
-case "$mode" in
-  check)
-    ci_untrusted_log "bisect ${repo}: ${good}..${bad}"
-    if [[ "$trusted" == true ]]; then
-      echo "trusted: the bisect of an incident between commits of the nightly's repository (checked on its branch before building)"
-    fi
-    # What the reviewer of `benchmark` approves: exactly these commits (and those between) are built.
-    {
-      printf '## Bisect to approve\n\n| | |\n| --- | --- |\n'
-      printf '| repository | %s |\n' "$(ci_md_text "$repo")"
-      printf '| good | %s |\n' "$(ci_md_commit "$good")"
-      printf '| bad | %s |\n' "$(ci_md_commit "$bad")"
-      if [[ "$trusted" == true ]]; then
-        printf '\nTrusted: the bisect of incident %s between two commits of the trusted repository (runs without a reviewer once both are checked on its branch).\n' \
-          "$(ci_md_text "$incident")"
-      fi
-      printf '\n'
-    } | ci_summary
-    ci_output trusted "$trusted"
-    exit 0 ;;
-  run)
-    [[ -n "${VKBENCH_MACHINE_CLASS:-}" ]] || fail "VKBENCH_MACHINE_CLASS is empty"
-    args=(bisect --repo "$repo" --good "$good" --bad "$bad" --preset "$preset"
-      --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir")
-    [[ -n "$cell" ]] && args+=(--cell "$cell")
-    if [[ "$trusted" == true || "${VKBENCH_BISECT_TRUSTED:-false}" == true ]]; then
-      args+=(--require-branch "$CI_TRUSTED_BRANCH")
-    fi
-    "$VKBENCH" "${args[@]}" ;;
+    if [[ -s "${VKBENCH_ALERT_ACTIONS:-vkbench-alert/actions.json}" ]]; then ci_clone_pages "$work/pages"; fi
+    "$VKBENCH" ci dispatch bisect --history "$work/pages/history" --runner-classes "$CI_RUNNER_CLASSES" ;;
   *) ci_error "bisect" "usage: tools/ci/bisect.sh check|run|comment|record|dispatch"; exit 2 ;;
 esac

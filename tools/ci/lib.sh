@@ -8,17 +8,25 @@
 CI_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # The vkbench executable: $VKBENCH_BIN, else the work tree's venv (tools/setup.sh), else PATH
-# (the plan job installs vkbench with `pip install .`).
+# (the jobs install the wheel), else the checkout's package run from source (the inputs jobs
+# check a dispatch before any wheel is built; they install only what that check imports).
 ci_vkbench_bin() {
   if [[ -n "${VKBENCH_BIN:-}" ]]; then
     printf '%s\n' "$VKBENCH_BIN"
   elif [[ -x "$CI_REPO_ROOT/.venv/bin/vkbench" ]]; then
     printf '%s\n' "$CI_REPO_ROOT/.venv/bin/vkbench"
-  else
+  elif command -v vkbench >/dev/null; then
     printf '%s\n' vkbench
+  else
+    printf '%s\n' ci_vkbench_from_source
   fi
 }
+ci_vkbench_from_source() {
+  PYTHONPATH="$CI_REPO_ROOT/bench${PYTHONPATH:+:$PYTHONPATH}" python3 -m vkbench "$@"
+}
 VKBENCH="$(ci_vkbench_bin)"
+# shellcheck disable=SC2034 # read by the scripts that source this file
+CI_RUNNER_CLASSES="${VKBENCH_RUNNER_CLASSES_FILE:-$CI_REPO_ROOT/runners/classes.yaml}"
 
 # A Python to read JSON with (the one next to vkbench, so it exists wherever vkbench does).
 ci_python() {
@@ -56,18 +64,6 @@ ci_warning() {
   fi
 }
 
-# ci_untrusted_log TEXT: print text that may echo user input (dispatch inputs, PR data)
-# with workflow commands switched off, so a line like `::add-mask::` in it is inert.
-ci_untrusted_log() {
-  if ci_in_actions; then
-    local token
-    token="vkbench-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-    printf '::stop-commands::%s\n%s\n::%s::\n' "$token" "$1" "$token"
-  else
-    printf '%s\n' "$1"
-  fi
-}
-
 # ci_output NAME VALUE: a step output (one line values only).
 ci_output() {
   if [[ "$2" == *$'\n'* ]]; then
@@ -88,16 +84,6 @@ ci_summary() {
   else
     cat
   fi
-}
-
-# ci_md_text VALUE: VALUE as inert Markdown text for a job summary: control characters and
-# newlines folded to spaces, cut at 300 characters, and every character that could open a link,
-# an image, emphasis, a code span, a tag, an autolink or a table cell backslash-escaped (the set
-# of vkbench.markdown.text; the inputs jobs call this before vkbench is installed).
-ci_md_text() {
-  local s LC_ALL=C
-  s="$(printf '%s' "$1" | tr '\001-\037\177' ' ')"
-  printf '%s' "${s:0:300}" | sed 's/[][\`*_{}<>|~]/\\&/g'
 }
 
 # ci_git_auth: let git (and so vkbench publish) reach the GitHub remote with $GITHUB_TOKEN,
@@ -161,183 +147,12 @@ ci_container_env() {
   fi
 }
 
-# ci_github_api METHOD PATH [BODY_FILE]: one GitHub REST call, its JSON reply on stdout. The
-# token ($GH_TOKEN, else $GITHUB_TOKEN) reaches curl on stdin as a header: never on a command
-# line (ps) nor in a log. The API root is $GITHUB_API_URL, which GitHub sets on every runner
-# (https://api.github.com, or GHES's); no retry: a repeated POST could dispatch or comment twice.
-ci_github_api() {
-  local method="$1" path="$2" body="${3:-}" token="${GH_TOKEN:-${GITHUB_TOKEN:-}}"
-  local api="${GITHUB_API_URL:-https://api.github.com}"
-  if [[ -z "$token" ]]; then
-    ci_error "GitHub API" "no token (GH_TOKEN or GITHUB_TOKEN) for ${method} ${path}"
-    return 1
-  fi
-  local args=(--silent --show-error --fail-with-body --max-time 60 -X "$method" -H @-
-    -H "Accept: application/vnd.github+json" -H "X-GitHub-Api-Version: 2022-11-28")
-  if [[ -n "$body" ]]; then
-    args+=(-H "Content-Type: application/json" --data-binary "@${body}")
-  fi
-  printf 'Authorization: Bearer %s\n' "$token" | curl "${args[@]}" "${api%/}${path}"
-}
-
-# ci_comment_json MARKDOWN_FILE: {"body": <the file's text>} for an issue or PR comment, built
-# by Python from the file (no shell quoting of untrusted text).
-ci_comment_json() {
-  "$(ci_python)" -c 'import json, sys; print(json.dumps({"body": open(sys.argv[1], encoding="utf-8", errors="replace").read()}))' "$1"
-}
-
-# ci_runner_classes: the runner classes declared in runners/classes.yaml, comma-separated and
-# sorted ($VKBENCH_RUNNER_CLASSES_FILE overrides the file), read with PyYAML; fails (status 1)
-# when the file cannot be read.
-ci_runner_classes() {
-  local file="${VKBENCH_RUNNER_CLASSES_FILE:-$CI_REPO_ROOT/runners/classes.yaml}"
-  "$(ci_python)" -c '
-import sys, yaml
-data = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))
-print(",".join(sorted(data["classes"])))
-' "$file" 2>/dev/null
-}
-
-# ci_check_runner_class NAME VALUE: VALUE is one runner class declared in runners/classes.yaml,
-# else an ::error:: naming the allowed ones and status 2. The value becomes a runner label
-# (runs-on) and part of a concurrency group: self-hosted, ubuntu-latest, a role label or any
-# other text must not route a job. A hostile value is never echoed back (only its length is
-# bounded and its alphabet checked before it is compared).
-ci_check_runner_class() {
-  local name="$1" value="$2" allowed LC_ALL=C
-  if ! allowed="$(ci_runner_classes)" || [[ -z "$allowed" ]]; then
-    ci_error "Invalid input ${name}" "cannot read the declared runner classes from runners/classes.yaml"
-    return 2
-  fi
-  if [[ ${#value} -gt 64 || ! "$value" =~ ^[a-z0-9][a-z0-9-]*$ ]]; then
-    ci_error "Invalid input ${name}" "${name} must be one runner class declared in runners/classes.yaml; allowed: ${allowed}"
-    return 2
-  fi
-  if [[ ",${allowed}," != *",${value},"* ]]; then
-    ci_error "Invalid input ${name}" "runner class ${value} is not declared in runners/classes.yaml; allowed: ${allowed}"
-    return 2
-  fi
-}
-
-# ci_check_cell NAME VALUE: empty, or one cell as one line of JSON in a plain alphabet (its content
-# is validated by vkbench, exit 2): no shell or workflow-command characters ($, backquote, single
-# quote, ;, |, &, <, >, backslash, newline), and server settings a cell may change only
-# (bench/vkbench/matrix/server_settings.py). Else an ::error:: and status 2.
-ci_check_cell() {
-  local name="$1" value="$2" LC_ALL=C
-  local cell_re='^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$'
-  if (( ${#value} > 2000 )); then
-    ci_error "Invalid input ${name}" "${name} is too long (at most 2000 characters)"
-    return 2
-  fi
-  if [[ -n "$value" && ! "$value" =~ $cell_re ]]; then
-    ci_error "Invalid input ${name}" "${name} must be one line of JSON: letters, digits, spaces and \" { } [ ] : , . _ + = / @ -"
-    return 2
-  fi
-  # What its extra_server_args may change is vkbench's own rule (the Cell model applies it too);
-  # the module is run as a script: this job has no vkbench installed, and it needs none.
-  if [[ -n "$value" ]]; then
-    local why
-    if ! why="$("$(ci_python)" "$CI_REPO_ROOT/bench/vkbench/matrix/server_settings.py" "$value")"; then
-      ci_error "Invalid input ${name}" "${name}: ${why}"
-      return 2
-    fi
-  fi
-}
-
-# The repository whose commits the nightly benchmarks (its source builds), and its default
-# branch: the repository variables VKBENCH_VALKEY_REPOSITORY and VKBENCH_VALKEY_BRANCH, else
-# upstream's. Its merged commits are trusted like the nightly itself: a confirmation A/B or an
-# incident's bisect of two of them runs in `benchmark-nightly` (no reviewer), after
-# `vkbench ab/bisect --require-branch` checked both are on that branch (docs/security.md).
-CI_DEFAULT_VALKEY_REPOSITORY="https://github.com/valkey-io/valkey"
-CI_DEFAULT_VALKEY_BRANCH="unstable"
-
-# ci_trusted_source: set CI_TRUSTED_REPOSITORY and CI_TRUSTED_BRANCH from those variables; an
-# ::error:: and status 2 when the repository is not an https URL of a github.com or gitlab.com
-# repository or the branch not a plain branch name.
-ci_trusted_source() {
-  local repo="${VKBENCH_VALKEY_REPOSITORY:-$CI_DEFAULT_VALKEY_REPOSITORY}"
-  local branch="${VKBENCH_VALKEY_BRANCH:-$CI_DEFAULT_VALKEY_BRANCH}" LC_ALL=C
-  if [[ ${#repo} -gt 200 || ! "$repo" =~ ^https://(github\.com|gitlab\.com)/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$ ]]; then
-    ci_error "Invalid variable VKBENCH_VALKEY_REPOSITORY" "must be the https URL of a github.com or gitlab.com repository"
-    return 2
-  fi
-  if [[ ! "$branch" =~ ^[A-Za-z0-9_][A-Za-z0-9._/-]{0,99}$ || "$branch" == *..* || "$branch" == refs/* ]]; then
-    ci_error "Invalid variable VKBENCH_VALKEY_BRANCH" "must be a branch name, e.g. unstable"
-    return 2
-  fi
-  CI_TRUSTED_REPOSITORY="$repo"
-  # shellcheck disable=SC2034 # read by the scripts that source this file (ab.sh, bisect.sh)
-  CI_TRUSTED_BRANCH="$branch"
-}
-
-# ci_trusted_followup REPOSITORY MARKER: status 0 when MARKER (a confirmation or incident id the
-# nightly sets) is non-empty and REPOSITORY is exactly the trusted repository (ci_trusted_source
-# first), else 1. The callers have already refused a pull request number together with MARKER.
-ci_trusted_followup() {
-  [[ -n "$2" && -n "${CI_TRUSTED_REPOSITORY:-}" && "$1" == "$CI_TRUSTED_REPOSITORY" ]]
-}
-
-# ci_is_full_sha VALUE: status 0 when VALUE is a full 40-hex (lowercase) commit SHA.
-ci_is_full_sha() {
-  local LC_ALL=C
-  [[ "$1" =~ ^[0-9a-f]{40}$ ]]
-}
-
-# ci_check_commit NAME VALUE REPOSITORY: VALUE names a commit of REPOSITORY for a build: the full
-# 40-hex SHA, or - for the trusted repository only (ci_trusted_source first), whose branches only
-# its maintainers push - a branch, tag or shorter commit (no leading -, no ..). A branch of any
-# other repository could move after a reviewer approved the run, so it is refused: an ::error::
-# and status 2.
-ci_check_commit() {
-  local name="$1" value="$2" repo="$3" LC_ALL=C
-  ci_is_full_sha "$value" && return 0
-  if [[ -z "${CI_TRUSTED_REPOSITORY:-}" || "$repo" != "$CI_TRUSTED_REPOSITORY" ]]; then
-    ci_error "Invalid input ${name}" "${name} must be the full 40-hex SHA of a commit: for a repository other than the trusted one, a branch or tag could move after the approval"
-    return 2
-  fi
-  if [[ ! "$value" =~ ^[A-Za-z0-9._][A-Za-z0-9._/-]{0,99}$ || "$value" == *..* ]]; then
-    ci_error "Invalid input ${name}" "${name} must be a branch, tag or commit"
-    return 2
-  fi
-}
-
-# ci_md_commit VALUE: a job summary's words for a commit ci_check_commit accepted: the full SHA,
-# or a ref of the trusted repository, which the job resolves when it starts.
-ci_md_commit() {
-  if ci_is_full_sha "$1"; then
-    printf 'commit %s' "$(ci_md_text "$1")"
-  else
-    printf '%s of the trusted repository (its tip when the job starts)' "$(ci_md_text "$1")"
-  fi
-}
-
-# ci_record_in_history PAGES MESSAGE TITLE CMD...: clone the history's branch into PAGES, run CMD
-# (which writes into PAGES/history), commit what changed with MESSAGE and push; a push rejected
-# by a concurrent writer is retried on the new branch tip (5 attempts, then status 8). CMD's
-# output goes to the job summary under TITLE. Nothing changed: no commit, status 0.
-ci_record_in_history() {
-  local pages="$1" message="$2" title="$3" remote branch out attempt
-  shift 3
-  branch="$(ci_history_branch)"
+# ci_record confirm|bisect: `vkbench ci record` into the history's branch (with the step's git
+# credentials), detection honouring the known changes recorded in the repository, as publish does.
+ci_record() {
+  local remote
   remote="$(ci_pages_remote)" || return 1
-  for attempt in 1 2 3 4 5; do
-    ci_clone_pages "$pages"
-    out="$("$@")" || return $?
-    git -C "$pages" add -A
-    if ! git -C "$pages" -c user.name="vkbench" -c user.email="vkbench@users.noreply.github.com" \
-      commit -q --no-verify -m "$message"; then
-      printf '%s\n' "$out"
-      return 0
-    fi
-    if git -C "$pages" push -q "$remote" "HEAD:${branch}"; then
-      printf '## %s\n\n%s\n' "$title" "$out" | ci_summary
-      return 0
-    fi
-    ci_warning "$title" "push rejected (attempt ${attempt}); retrying on the new ${branch}"
-    sleep $((attempt * 3))
-  done
-  ci_error "$title" "could not push after 5 attempts"
-  return 8
+  ci_git_auth
+  "$VKBENCH" ci record "$1" --remote "$remote" --branch "$(ci_history_branch)" \
+    --annotations "$CI_REPO_ROOT/results/annotations.yaml"
 }

@@ -1,4 +1,6 @@
-"""The few GitHub REST calls alerts need, over plain ``requests``.
+"""The few GitHub REST calls vkbench makes (alerts, the workflows' dispatches and comments:
+``vkbench ci dispatch|comment``), over plain ``requests``. One client, one redaction; no call is
+retried (a repeated POST could dispatch or comment twice).
 
 The token never leaves this object: not in reprs, not in exceptions (every message goes
 through :meth:`GitHubClient.redact`), not in logs.
@@ -58,6 +60,14 @@ class GitHubClient:
     def comment(self, number: int, body: str) -> dict:
         return self._call("POST", f"/repos/{self.repo}/issues/{number}/comments", json={"body": body})
 
+    def dispatch_workflow(self, workflow: str, body: dict) -> dict:
+        """``workflow_dispatch`` of ``workflow`` (a file name of .github/workflows) with
+        ``body`` = {"ref": ..., "inputs": {...}}."""
+        return self._call("POST", f"/repos/{self.repo}/actions/workflows/{workflow}/dispatches", json=body)
+
+    def remove_label(self, number: int, label: str) -> dict:
+        return self._call("DELETE", f"/repos/{self.repo}/issues/{number}/labels/{label}")
+
     def _call(self, method: str, path: str, **kwargs) -> Any:
         headers = {
             "Accept": "application/vnd.github+json",
@@ -81,7 +91,8 @@ class GitHubClient:
                 detail = response.text[:200]
             hint = {
                 401: "the token is missing or expired: set the env var named by --token-env",
-                403: "the token lacks 'issues: write' permission (workflow permissions), or a rate limit was hit",
+                403: "the token lacks the permission this call needs ('issues: write' for issues and comments, "
+                     "'actions: write' for a dispatch; workflow permissions), or a rate limit was hit",
                 404: "wrong --repo, or the token cannot see the repository",
                 410: "issues are disabled on the repository",
                 422: "GitHub rejected the fields (label or body too long?)",

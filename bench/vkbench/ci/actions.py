@@ -8,10 +8,20 @@ runs the scripts on one machine).
 from __future__ import annotations
 
 import os
+import secrets
 import sys
 from typing import Mapping, TextIO
 
 from ..errors import UsageError
+
+
+class InvalidInput(UsageError):
+    """A dispatch input (or repository variable) outside its allow-list (exit 2). The message
+    names what is allowed; the value itself is never shown."""
+
+    def __init__(self, name: str, message: str, *, title: str | None = None):
+        super().__init__(message, hint="fix the input and dispatch the workflow again")
+        self.title = title or f"Invalid input {name}"
 
 
 def in_actions(env: Mapping[str, str] | None = None) -> bool:
@@ -62,3 +72,14 @@ def append_summary(markdown: str) -> None:
             fh.write(markdown)
     else:
         sys.stdout.write(markdown)
+
+
+def untrusted_log(text: str) -> None:
+    """Print text that may echo user input (dispatch inputs, PR data) with workflow commands
+    switched off under Actions, so a line like ``::add-mask::`` in it is inert."""
+    if in_actions():
+        token = f"vkbench-{secrets.token_hex(8)}"
+        sys.stdout.write(f"::stop-commands::{token}\n{text}\n::{token}::\n")
+    else:
+        sys.stdout.write(text + "\n")
+    sys.stdout.flush()

@@ -31,7 +31,7 @@ import click
 
 from .. import markdown as md
 from ..errors import UsageError
-from .actions import append_summary, set_output
+from .actions import InvalidInput, append_summary, set_output
 
 #: GitHub queues at most this many jobs in one concurrency group (``queue: max``); the bench
 #: job's group is the runner class, so more cells than this on one class would be cancelled.
@@ -66,14 +66,6 @@ RULES = (
               "comma-separated runner classes from runners/classes.yaml (self-hosted or hosted): {classes}"),
     InputRule("VKBENCH_REPETITIONS", "repetitions", 3, r"[1-9][0-9]?", "an integer from 1 to 99"),
 )
-
-
-class InvalidInput(UsageError):
-    """A dispatch input outside its allow-list (exit 2). The value itself is never shown."""
-
-    def __init__(self, name: str, message: str):
-        super().__init__(message, hint="fix the input and dispatch the workflow again")
-        self.title = f"Invalid input {name}"
 
 
 class InvalidPlan(UsageError):

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from ..detect import bisects, confirmations
-from ..errors import ResultFileError
+from ..detect import bisects
 from ..files import write_json
-from ..history.store import HistoryStore
 
 
 @click.command("bisect-requests")
@@ -28,19 +25,11 @@ def bisect_requests_cmd(history: Path, actions_file: Path, repository: str, runn
                         out_dir: Path) -> None:
     """Write one bisect.yml dispatch body per regression issue that alert opened whose incident
     lies between two commits of REPOSITORY; print what was chosen and what was skipped."""
-    actions = bisects.read_actions(actions_file)
-    store = HistoryStore(history)
-    detection = store.read_detect(for_alerts=True)
-    if detection is None:
-        raise ResultFileError(f"{store.detect_path}: not found", hint="run `vkbench detect --history DIR` first")
-    requests, skipped = bisects.bisect_requests(
-        detection, actions, trusted_repository=repository, runner_classes=set(runner_classes),
-        series_index=store.index()["series"], confirmations=confirmations.load(store)["confirmations"],
-        recorded=bisects.load(store)["bisects"])
+    requests, skipped = bisects.requests_from_history(history, actions_file, trusted_repository=repository,
+                                                      runner_classes=set(runner_classes))
     out_dir.mkdir(parents=True, exist_ok=True)
     for n, request in enumerate(requests):
         write_json(out_dir / f"{n:04d}.json", bisects.dispatch_body(request, ref))
-        click.echo(f"- bisect {request['incident_id']} (#{request['issue']}): {request['good'][:10]}..{request['bad'][:10]} "
-                   f"on {request['runner_class']}, cell {json.dumps(request['cell'], separators=(',', ':'))}")
+        click.echo(bisects.describe(request))
     for line in skipped:
         click.echo(f"- not bisected: {line}")

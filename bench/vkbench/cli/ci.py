@@ -9,6 +9,11 @@ import click
 # subcommand -> (module under vkbench.ci, attribute, one-line help)
 CI_COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("plan", "plan_cmd", "The benchmark plan job: check the inputs, expand and check the matrix."),
+    "inputs": ("inputs", "inputs_cmd", "ab.yml's or bisect.yml's inputs job: check the dispatch inputs, decide `trusted`."),
+    "run": ("inputs", "run_cmd", "The A/B or bisect job: check the inputs again and run vkbench ab or bisect."),
+    "record": ("record", "record_cmd", "Record a confirmation's verdict or a bisect's culprit in the history and push."),
+    "dispatch": ("dispatch", "dispatch_cmd", "Dispatch ab.yml per confirmation candidate or bisect.yml per new incident."),
+    "comment": ("comment", "comment_cmd", "Comment the A/B table on its pull request or a bisect's report on its issue."),
 }
 
 

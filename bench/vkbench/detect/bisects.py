@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import ResultFileError, UsageError
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
+from ..matrix.server_settings import CELL_INPUT, CELL_INPUT_MAX
 from .confirmations import series_cell
 
 BISECTS = "bisects.json"
@@ -41,10 +42,6 @@ FORMAT = 1
 FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 #: An incident id as detection makes them (12 hex, ``inc-<12 hex>``) or an annotation names one.
 INCIDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-#: What bisect.yml's inputs check accepts as a cell (tools/ci/lib.sh ci_check_cell): a cell that
-#: would be refused there is never dispatched.
-CELL_INPUT = re.compile(r'^[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]$')
-CELL_INPUT_MAX = 2000
 #: A midpoint whose A/B missed the target MDE is still judged (the search goes on) and says so.
 JUDGED = ("bad", "good", "reproduced", "not reproduced", "inconclusive",
           "bad (MDE above target)", "good (MDE above target)")
@@ -107,7 +104,7 @@ def bisect_requests(detection: dict, actions: list[dict], *, trusted_repository:
             continue
         cell = series_cell(dims)
         cell_json = json.dumps(cell, separators=(",", ":"))
-        if len(cell_json) > CELL_INPUT_MAX or not CELL_INPUT.match(cell_json):
+        if len(cell_json) > CELL_INPUT_MAX or not CELL_INPUT.fullmatch(cell_json):
             skipped.append(f"{iid}: the cell of series {sid} is not a valid bisect.yml input")
             continue
         requests.append({"incident_id": iid, "issue": int(issue), "repository": trusted_repository,
@@ -153,6 +150,28 @@ def worst_series(incident: dict, change_points: list[dict], confirmations: dict)
         return max(moved, key=lambda m: (m[0], m[1]))[1]
     ids = sorted(s for s in incident.get("series_ids") or [] if isinstance(s, str))
     return ids[0] if ids else None
+
+
+def requests_from_history(history: Path, actions_file: Path, *, trusted_repository: str,
+                          runner_classes: set[str]) -> tuple[list[dict], list[str]]:
+    """:func:`bisect_requests` for a history directory and what ``vkbench alert --actions-out``
+    wrote: the requests, and one line per action that is not bisected (why)."""
+    from .confirmations import load as load_confirmations
+
+    actions = read_actions(actions_file)
+    store = HistoryStore(history)
+    detection = store.read_detect(for_alerts=True)
+    if detection is None:
+        raise ResultFileError(f"{store.detect_path}: not found", hint="run `vkbench detect --history DIR` first")
+    return bisect_requests(detection, actions, trusted_repository=trusted_repository, runner_classes=runner_classes,
+                           series_index=store.index()["series"], confirmations=load_confirmations(store)["confirmations"],
+                           recorded=load(store)["bisects"])
+
+
+def describe(request: dict) -> str:
+    """One Markdown list line for a chosen request (job summaries)."""
+    return (f"- bisect {request['incident_id']} (#{request['issue']}): {request['good'][:10]}..{request['bad'][:10]} "
+            f"on {request['runner_class']}, cell {json.dumps(request['cell'], separators=(',', ':'))}")
 
 
 def dispatch_body(request: dict, ref: str) -> dict:

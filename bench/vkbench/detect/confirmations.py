@@ -147,6 +147,31 @@ def series_cell(dims: dict) -> dict:
 
 # -- recording an A/B's verdict ------------------------------------------------------------------
 
+_REQUEST_ID = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
+_FULL_SHA = re.compile(r"[0-9a-f]{40}", re.ASCII)
+
+
+def dispatch_bodies(detection: dict, ref: str) -> tuple[list[dict], list[str]]:
+    """One ``POST .../actions/workflows/ab.yml/dispatches`` body per candidate waiting in
+    ``detection`` (detect.json), its inputs taken from the candidate, and the malformed requests
+    skipped (an id or a commit not in the form ab.yml accepts; ab.yml checks every input again)."""
+    bodies, skipped = [], []
+    waiting = (detection.get("confirmation") or {}).get("waiting") or [] if isinstance(detection, dict) else []
+    for request in waiting if isinstance(waiting, list) else []:
+        rid = request.get("id") if isinstance(request, dict) else None
+        good = ((request or {}).get("good") or {}).get("commit") or "" if isinstance(request, dict) else ""
+        bad = ((request or {}).get("bad") or {}).get("commit") or "" if isinstance(request, dict) else ""
+        if not (isinstance(rid, str) and _REQUEST_ID.fullmatch(rid) and isinstance(good, str) and _FULL_SHA.fullmatch(good)
+                and isinstance(bad, str) and _FULL_SHA.fullmatch(bad)):
+            skipped.append(f"skipping malformed confirmation request {str(rid)[:40]!r}")
+            continue
+        inputs = {"repository": request.get("repository"), "base": good, "candidate": bad,
+                  "runner_class": request.get("machine_class"),
+                  "cell": json.dumps(request.get("cell") or {}, separators=(",", ":")), "confirm": rid, "comment": "false"}
+        bodies.append({"ref": ref, "inputs": inputs})
+    return bodies, skipped
+
+
 def load(store: HistoryStore) -> dict:
     """confirmations.json of the history (an empty mapping when none was recorded yet), checked:
     a corrupt file or a malformed entry is a ResultFileError naming the file and the field."""

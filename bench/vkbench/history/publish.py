@@ -21,7 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, TypeVar
 
 from ..errors import PublishError
 from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
@@ -31,6 +31,7 @@ from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
 _CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
+T = TypeVar("T")
 
 
 @dataclass
@@ -192,15 +193,44 @@ def _check_site_split(branch: str, site_branch: str, history_subdir: str, site_s
                            hint="e.g. --site-out site with the history in history/")
 
 
+class _Rejected(Exception):
+    """A push another writer got ahead of (its stderr, redacted)."""
+
+
+def _until_pushed(try_once: Callable[[int], T], branch: str, messages: list[str], *, backoff: float, max_backoff: float,
+                  retry_for: float, max_retries: int | None) -> T:
+    """Call ``try_once(attempt)`` (which starts from the remote tip, commits and pushes, raising
+    :class:`_Rejected` when the push loses a race) until it returns, retrying after a backoff with
+    full jitter for at most ``retry_for`` seconds (and ``max_retries`` times, if given). The one
+    retry loop of every branch update: publish, confirmation and bisect records."""
+    deadline = time.monotonic() + retry_for
+    attempt = 0
+    last_error = ""
+    while True:
+        attempt += 1
+        try:
+            return try_once(attempt)
+        except _Rejected as exc:
+            last_error = str(exc)
+        messages.append(f"attempt {attempt}: push rejected: {last_error.splitlines()[-1] if last_error else '?'}")
+        # full jitter: anywhere between 0 and a cap that doubles with each rejection
+        delay = random.uniform(0, min(max_backoff, backoff * 2 ** min(attempt - 1, 20)))
+        out_of_time = time.monotonic() + delay > deadline
+        if out_of_time or (max_retries is not None and attempt > max_retries):
+            break
+        time.sleep(delay)
+    raise PublishError(
+        f"pushing {branch} failed after {attempt} attempts in {retry_for - max(0.0, deadline - time.monotonic()):.0f} s: {last_error}",
+        hint="another publisher may be stuck, or the token cannot push; re-run the job (publishing is idempotent)",
+    )
+
+
 def _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for):
     branch = layout.branch
     ref = f"refs/remotes/origin/{branch}"
-    last_error = ""
     messages: list[str] = []
-    deadline = time.monotonic() + retry_for
-    attempt = 0
-    while True:
-        attempt += 1
+
+    def try_once(attempt: int) -> PublishReport:
         _reset_to_remote(git, branch, ref, shallow=layout.shallow)
         # the branch's content is outside input: a symlinked history (or a folder on the way)
         # would take the ingest out of the checkout
@@ -230,20 +260,63 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
             refspecs.append(f"{site_commit}:refs/heads/{layout.site_branch}")
         commit = git("rev-parse", "HEAD").stdout.strip() if data_changed else site_commit
         push = git("push", "-q", *(["--atomic"] if len(refspecs) > 1 else []), "origin", *refspecs, check=False)
-        if push.returncode == 0:
-            return PublishReport(True, attempt, commit, branch, report, root, messages)
-        last_error = redact(push.stderr.strip())
-        messages.append(f"attempt {attempt}: push rejected: {last_error.splitlines()[-1] if last_error else '?'}")
-        # full jitter: anywhere between 0 and a cap that doubles with each rejection
-        delay = random.uniform(0, min(max_backoff, backoff * 2 ** min(attempt - 1, 20)))
-        out_of_time = time.monotonic() + delay > deadline
-        if out_of_time or (max_retries is not None and attempt > max_retries):
-            break
-        time.sleep(delay)
-    raise PublishError(
-        f"pushing {branch} failed after {attempt} attempts in {retry_for - max(0.0, deadline - time.monotonic()):.0f} s: {last_error}",
-        hint="another publisher may be stuck, or the token cannot push; re-run the job (publishing is idempotent)",
-    )
+        if push.returncode != 0:
+            raise _Rejected(redact(push.stderr.strip()))
+        return PublishReport(True, attempt, commit, branch, report, root, messages)
+
+    return _until_pushed(try_once, branch, messages, backoff=backoff, max_backoff=max_backoff, retry_for=retry_for,
+                         max_retries=max_retries)
+
+
+@dataclass
+class UpdateReport:
+    pushed: bool
+    attempts: int
+    commit: str | None
+    output: str
+    messages: list[str] = field(default_factory=list)
+
+
+def update_branch(
+    remote: str | os.PathLike,
+    branch: str,
+    apply: Callable[[Path], str],
+    message: str,
+    *,
+    backoff: float = 0.5,
+    max_backoff: float = 15.0,
+    retry_for: float = 900.0,
+    max_retries: int | None = None,
+) -> UpdateReport:
+    """Apply one change to the branch and push it, with publish's retry loop: every attempt starts
+    from the remote tip (a shallow fetch), calls ``apply(checkout_root)`` (it writes the change,
+    e.g. a confirmation or bisect record into ``history/``, and returns what it reports), commits
+    whatever changed and pushes without force. Nothing changed: no commit, ``pushed`` False."""
+    check_branch_name(branch)
+    remote_str = check_repo_arg(str(remote))
+    messages: list[str] = []
+    with sigterm_raises(), tempfile.TemporaryDirectory(prefix="vkbench-update-") as temp:
+        root = Path(temp) / "checkout"
+        root.mkdir()
+        git = _Git(root)
+        git("init", "-q")
+        git("remote", "add", "--", "origin", remote_str)
+        ref = f"refs/remotes/origin/{branch}"
+
+        def try_once(attempt: int) -> UpdateReport:
+            _reset_to_remote(git, branch, ref, shallow=True)
+            output = apply(root)
+            git("add", "-A")
+            if git("diff", "--cached", "--quiet", check=False).returncode == 0:
+                return UpdateReport(False, attempt, None, output, messages)
+            git("-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}", "commit", "-q", "--no-verify", "-m", message)
+            push = git("push", "-q", "origin", f"HEAD:refs/heads/{branch}", check=False)
+            if push.returncode != 0:
+                raise _Rejected(redact(push.stderr.strip()))
+            return UpdateReport(True, attempt, git("rev-parse", "HEAD").stdout.strip(), output, messages)
+
+        return _until_pushed(try_once, branch, messages, backoff=backoff, max_backoff=max_backoff, retry_for=retry_for,
+                             max_retries=max_retries)
 
 
 def _site_git(git: _Git) -> _Git:

@@ -8,9 +8,10 @@ protected mode, ports and TLS, modules, any path (dir, dbfilename, logfile, ...)
 renamed commands, replication targets. Everything not on the allow-list below is refused with
 the setting named; values are short single lines.
 
-This module uses the standard library only: ``tools/ci/ab.sh check`` and ``bisect.sh check``
-run it as a script (``python3 server_settings.py CELL_JSON``) on a job that has no vkbench
-installed, so the workflow and the Cell model apply one and the same rule.
+The workflows' input check (``vkbench ci inputs``, :mod:`vkbench.ci.inputs`) applies the same
+rule to a dispatched cell, with :data:`CELL_INPUT`, the one-line JSON alphabet a dispatch input
+may use (``vkbench bisect-requests`` writes only cells that pass it). The module uses the
+standard library only; ``python3 server_settings.py CELL_JSON`` still checks one cell.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from __future__ import annotations
 import json
 import re
 import sys
+
+#: A cell as a dispatch input: one line of JSON in a plain alphabet (no shell or workflow-command
+#: character: $, backquote, quote, ;, |, &, <, >, backslash, newline), bounded.
+CELL_INPUT = re.compile(r'[{][]A-Za-z0-9"{}:,._+=/@ [-]*[}]', re.ASCII)   # fullmatch
+CELL_INPUT_MAX = 2000
 
 #: Settings a cell may change, by purpose. Names are Valkey/Redis config names (lowercase).
 ALLOWED: dict[str, frozenset[str]] = {
