@@ -49,7 +49,8 @@ fi
 # (PyPI over HTTPS), the archive keyring and gpgv (apt-get update of the servers' side apt
 # state), procps (ps, for the runner's process checks).
 INCLUDE=python3,python3-venv,python3-pip,ca-certificates,debian-archive-keyring,gpgv,procps
-# vkbench's runtime dependencies, as pyproject.toml lists them.
+# vkbench's runtime dependencies, as pyproject.toml lists them, for bookworm's Python (3.11.2:
+# environment markers such as valkey's python_full_version < "3.11.3" are read against it).
 DEPENDENCIES=$(sed -n '/^dependencies = \[/,/^\]/p' "$REPO/pyproject.toml")
 KEY=$({ printf '%s\n%s\n' "$MIRROR" "$DEPENDENCIES"; cat -- "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-12)
 IMAGE="localhost/vkbench-arm64-bookworm:$KEY"
@@ -103,7 +104,7 @@ for tag in manylinux2014_aarch64 manylinux_2_17_aarch64 manylinux_2_24_aarch64 m
     platforms+=(--platform "$tag")
 done
 "$PYTHON" -m pip install --quiet --disable-pip-version-check --no-compile --only-binary=:all: \
-    "${platforms[@]}" --python-version 3.11 --implementation cp --abi cp311 \
+    "${platforms[@]}" --python-version 3.11.2 --implementation cp --abi cp311 \
     --target "$rootfs/usr/local/lib/python3.11/dist-packages" "${requirements[@]}" \
     >"$WORK/pip.log" 2>&1 || die "pip could not get aarch64 wheels; see $WORK/pip.log"
 rm -rf "$rootfs/usr/local/lib/python3.11/dist-packages/bin"
