@@ -18,6 +18,11 @@ its version, ``make`` variables, ``OPTIMIZATION`` (Valkey's default -O3 with LTO
 ``VKBENCH_BUILD_OPTIMIZATION``; ``VKBENCH_BUILD_LTO=no`` gives -O3 without LTO, whose link
 step ccache cannot cache), extra ``SERVER_CFLAGS`` (``VKBENCH_BUILD_CFLAGS``), and
 ``SOURCE_DATE_EPOCH`` = the commit's time, so a rebuild of one commit gives the same binary.
+``VKBENCH_BUILD_TARGET=aarch64`` cross-builds with Debian's ``aarch64-linux-gnu-`` toolchain
+(``gcc-aarch64-linux-gnu``; also the native compiler's name on an arm64 Debian): the build records
+the target's architecture, is not probed on a host that cannot run it (the machine that runs it
+probes it first), and a machine without that compiler (a Pi given the cross-built cache) uses the
+cached build of the same configuration whatever the compiler's version.
 Binaries keep their symbols (profilers need them). ``make`` runs niced in its own process group,
 which is killed when vkbench exits, is interrupted, or dies (PR_SET_PDEATHSIG on the group's
 leader), and the staging directory goes with it.
@@ -55,6 +60,8 @@ SOURCE_SUFFIX = "@source"
 PREFIX_MAP_TARGET = "/usr/src/valkey"
 _PR_SET_PDEATHSIG = 1
 NO_LTO = "-O3 -fno-omit-frame-pointer"
+#: VKBENCH_BUILD_TARGET -> the Debian toolchain prefix that builds for it.
+CROSS_TARGETS = {"aarch64": "aarch64-linux-gnu"}
 
 
 def repo_url() -> str:
@@ -104,6 +111,7 @@ class BuildConfig:
     server_cflags: str = ""
     optimization: str = ""        # "" = Valkey's default (-O3 with LTO and frame pointers)
     make_vars: tuple[tuple[str, str], ...] = (("BUILD_TLS", "no"), ("USE_SYSTEMD", "no"))
+    target: str = ""              # "" = this machine's architecture; else a CROSS_TARGETS key
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
@@ -118,9 +126,28 @@ class BuildConfig:
         build_tls = os.environ.get("VKBENCH_BUILD_TLS", "no")
         if build_tls not in ("yes", "no"):
             raise MissingBinaryError(f"VKBENCH_BUILD_TLS={build_tls!r}", hint="use yes (OpenSSL, for TLS cells: libssl-dev) or no")
-        return cls(malloc=malloc, cc=os.environ.get("VKBENCH_BUILD_CC", "cc"),
+        target = os.environ.get("VKBENCH_BUILD_TARGET", "")
+        cc, make_vars = "cc", (("BUILD_TLS", build_tls), ("USE_SYSTEMD", "no"))
+        if target:
+            if target not in CROSS_TARGETS:
+                raise MissingBinaryError(f"VKBENCH_BUILD_TARGET={target!r}",
+                                         hint=f"use one of: {', '.join(CROSS_TARGETS)} (or unset it for this machine)")
+            prefix = CROSS_TARGETS[target]
+            # Valkey's Makefile reads uname_M for architecture-specific flags; its deps build with AR/RANLIB.
+            cc = f"{prefix}-gcc"
+            make_vars = (*make_vars, ("AR", f"{prefix}-ar"), ("RANLIB", f"{prefix}-ranlib"), ("uname_M", target))
+        return cls(malloc=malloc, cc=os.environ.get("VKBENCH_BUILD_CC", cc), make_vars=make_vars,
                    server_cflags=os.environ.get("VKBENCH_BUILD_CFLAGS", ""), optimization=optimization,
-                   make_vars=(("BUILD_TLS", build_tls), ("USE_SYSTEMD", "no")))
+                   target=target)
+
+    @property
+    def arch(self) -> str:
+        """The architecture the binary is built for (recorded in the build and the result)."""
+        return self.target or platform.machine()
+
+    @property
+    def cross(self) -> bool:
+        return bool(self.target) and self.target != runs_here.host_machine()
 
     def identity(self) -> dict:
         """The recorded configuration (what two builds must share to be compared)."""
@@ -132,7 +159,7 @@ class BuildConfig:
             "server_cflags": self.server_cflags,
             "optimization": self.optimization or "valkey default (-O3, LTO, frame pointers)",
             "make_vars": {k: v for k, v in self.make_vars},
-            "arch": platform.machine(),
+            "arch": self.arch,
             "symbols": "kept (not stripped)",
         }
 
@@ -316,7 +343,10 @@ def build_commit(mirror: Mirror, commit: str, ref: str, config: BuildConfig, *, 
             shutil.copy2(log, staged / "entry" / "build.log")
             installed = staged / "entry" / "bin" / "valkey-server"
             version, output = probe_version(installed)
-            if version is None:
+            if version is None and config.cross:
+                # Built for another machine: the machine that runs it probes it (resolve.reprobe).
+                output = ""
+            elif version is None:
                 raise MissingBinaryError(f"the built valkey-server does not run: {output[-300:]}",
                                          hint=f"see {entry / 'build.log'}")
             meta = {
@@ -327,8 +357,9 @@ def build_commit(mirror: Mirror, commit: str, ref: str, config: BuildConfig, *, 
                                  "ccache": ccache_enabled()},
                 "symbols": has_symbols(installed),
                 "build_s": build_s,
-                "probed_on": runs_here.machine_identity(),
-                "detail": f"git {redact(mirror.url)} {ref} @ {commit} (reports {version}, MALLOC={config.malloc})",
+                "probed_on": runs_here.machine_identity() if version is not None else None,
+                "detail": f"git {redact(mirror.url)} {ref} @ {commit} (reports {version}, MALLOC={config.malloc}"
+                          + (f", cross-built for {config.target})" if config.cross else ")"),
             }
             return cache.install_entry(staged / "entry", "valkey", name, meta, base)
 
@@ -359,7 +390,16 @@ def alias_matches(meta: dict | None, url: str, config: BuildConfig) -> bool:
     if not meta or meta.get("source") != "source-build":
         return False
     code, built = meta.get("code") or {}, meta.get("build_config") or {}
-    return code.get("url") == redact(url) and built.get("id") == config.config_id
+    if code.get("url") != redact(url):
+        return False
+    if built.get("id") == config.config_id:
+        return True
+    # A machine without the configured compiler cannot build (an arm64 Pi given a cross-built
+    # cache): the build of the same configuration counts, whatever the compiler's version was.
+    if shutil.which(config.cc) is None:
+        mine = config.identity()
+        return all(built.get(key) == value for key, value in mine.items() if key != "cc_version")
+    return False
 
 
 def fetch(version: str, root: Path | None = None, progress: Progress | None = None, url: str | None = None,
