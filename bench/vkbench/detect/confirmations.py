@@ -167,7 +167,8 @@ def dispatch_bodies(detection: dict, ref: str) -> tuple[list[dict], list[str]]:
             continue
         inputs = {"repository": request.get("repository"), "base": good, "candidate": bad,
                   "runner_class": request.get("machine_class"),
-                  "cell": json.dumps(request.get("cell") or {}, separators=(",", ":")), "confirm": rid, "comment": "false"}
+                  "cell": json.dumps(request.get("cell") or {}, separators=(",", ":")), "confirm": rid, "comment": "false",
+                  "instrument": request.get("instrument") or "wallclock"}
         bodies.append({"ref": ref, "inputs": inputs})
     return bodies, skipped
 
