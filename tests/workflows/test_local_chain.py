@@ -552,10 +552,5 @@ def test_ab_preset_specs_from_changes_runs_the_specs_the_pull_request_touches(tm
     assert _script("ab.sh", "check", pinned, tmp_path).returncode == 0
     with_cell = _script("ab.sh", "check", {**pinned, "VKBENCH_AB_CELL": '{"server": "valkey:9.1.2"}'}, tmp_path)
     assert with_cell.returncode == 2 and "specs-from-changes" in with_cell.stderr
-    recorder = tmp_path / "vkbench-args"
-    (tmp_path / "fake-vkbench").write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {recorder}\n')
-    (tmp_path / "fake-vkbench").chmod(0o755)
-    proc = _script("ab.sh", "run", {**pinned, "VKBENCH_BIN": str(tmp_path / "fake-vkbench")}, tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    argv = recorder.read_text().splitlines()
+    argv = _run_argv("ab.sh", pinned, tmp_path)
     assert argv[argv.index("--specs-from-changes") + 1] == f"{'c' * 40}..{'d' * 40}" and "--preset" not in argv
