@@ -44,7 +44,7 @@ def test_reingest_with_other_numbers_warns_naming_file_and_values(work):
     assert tree_hash(work / "history") == before      # the history's numbers stay; nothing written
 
 
-def test_reingest_with_other_numbers_under_strict_fails_with_exit_12(work):
+def test_reingest_with_other_numbers_under_strict_fails_with_exit_13(work):
     before = tree_hash(work / "history")
     code, text = vk("ingest", work / "again", "--history", work / "history", "--strict")
     assert code == 13, text
