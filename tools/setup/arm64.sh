@@ -97,6 +97,10 @@ import sys, tomllib
 print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
 EOF
 )
+# The host's pip evaluates environment markers with the host's Python (3.11.7 here), not the
+# image's 3.11.2: valkey-py's `async-timeout; python_full_version < "3.11.3"` would be left out
+# and `import valkey` fails in the image. Name it.
+requirements+=("async-timeout>=4.0.3")
 platforms=()
 for tag in manylinux2014_aarch64 manylinux_2_17_aarch64 manylinux_2_24_aarch64 manylinux_2_27_aarch64 \
            manylinux_2_28_aarch64 manylinux_2_31_aarch64 manylinux_2_34_aarch64 manylinux_2_35_aarch64 \
