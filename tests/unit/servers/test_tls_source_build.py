@@ -170,3 +170,20 @@ def test_the_sessions_up_front_check_resolves_tls_and_plain_builds_of_one_versio
     with pytest.raises(_Stop):
         session.run_session(cells, session.RunOptions(out_dir=tmp_path / "out", state_dir=tmp_path / "state"))
     assert sorted(asked) == [("valkey", "unstable", False), ("valkey", "unstable", True)]
+
+
+def test_servers_fetch_tls_fills_the_tls_build_and_list_tells_it_apart(build_env, cache_root, tmp_path):
+    from click.testing import CliRunner
+
+    from vkbench.cli.servers import servers_group
+
+    calls = []
+    build_env.setattr(source_build, "fetch", _fake_fetch(cache_root, calls))
+    build_env.setenv("PATH", str(tmp_path / "empty"))
+    result = CliRunner().invoke(servers_group, ["fetch", "valkey", "unstable", "--tls", "--json"])
+    assert result.exit_code == 0, result.output
+    (fetched,) = json.loads(result.stdout)
+    assert calls == [("unstable", True)] and fetched["path"].endswith("/valkey/unstable+tls/bin/valkey-server")
+    listed = CliRunner().invoke(servers_group, ["list", "--json"])
+    versions = {r["version"] for r in json.loads(listed.output)["binaries"] if r["source"] == "source-build"}
+    assert "unstable+tls" in versions
