@@ -32,6 +32,13 @@ Rules (the ``rule`` field of a violation):
 - ``trusted-write``      in a workflow whose ``inputs`` job outputs ``trusted``, a job holding
                          ``contents: write`` (the history) that does not need ``inputs`` and
                          require ``needs.inputs.outputs.trusted == 'true'``
+- ``artifact-per-call``  a reusable workflow called more than once by one workflow (nightly.yml:
+                         the nightly and nightly-datatypes presets) whose artifact name or pattern
+                         is not keyed by an input the calls set differently: artifacts belong to
+                         the run, so the calls would overwrite (or refuse) each other's artifacts
+                         and one call's publish would ingest the other's results; or whose
+                         ``contents: write`` job (the publish) has no concurrency group, or one that
+                         cancels: both calls' publishes must land, one after the other
 
 A *pull-request job* builds or runs a pull request's code: a job reachable from pull_request(_target),
 or any job of a workflow that a pull request's workflow calls (``workflow_call`` with a ``pr``
@@ -138,6 +145,45 @@ def check_dir(path: Path) -> list[Violation]:
             if is_self_hosted(job):
                 out += _check_self_hosted(wf, job_id, job, workflows, callers)
             out += _check_pull_request_job(wf, job_id, job, callers)
+        out += _check_artifacts_per_call(wf, callers)
+    return out
+
+
+_INPUT_REF = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+
+
+def _check_artifacts_per_call(wf: Workflow, callers) -> list[Violation]:
+    """``artifact-per-call``: see the module docstring."""
+    by_caller: dict[str, list[dict]] = {}
+    for caller, _, job in callers.get(wf.name, []):
+        by_caller.setdefault(caller.name, []).append(job.get("with") or {})
+    calls = next((c for c in by_caller.values() if len(c) > 1), None)
+    if calls is None:
+        return []
+    # Inputs whose values tell the calls apart (a default counts as a value).
+    on = wf.data.get("on", wf.data.get(True))
+    declared = ((on or {}).get("workflow_call") or {}).get("inputs") or {} if isinstance(on, dict) else {}
+    distinct = {name for name, spec in declared.items()
+                if len({str(c.get(name, (spec or {}).get("default"))) for c in calls}) == len(calls)}
+    out = []
+    for job_id, job in wf.jobs.items():
+        for step in _steps(job):
+            uses = str(step.get("uses", ""))
+            if not uses.startswith(("actions/upload-artifact@", "actions/download-artifact@")):
+                continue
+            given = {key: str(value) for key, value in (step.get("with") or {}).items() if key in ("name", "pattern")}
+            for key, value in (given or {"name": ""}).items():     # neither: every artifact of the run
+                if not set(_INPUT_REF.findall(value)) & distinct:
+                    out.append(Violation("artifact-per-call", wf.name, job_id,
+                                         f"artifact {key} {value or '(none)'!r} is the same in every call of "
+                                         f"{wf.name} (called {len(calls)} times in one run): key it by an input "
+                                         f"the calls set differently ({', '.join(sorted(distinct)) or 'none'})"))
+        if _write_scopes(job.get("permissions")) & {"contents", "*"}:
+            concurrency = job.get("concurrency")
+            if not isinstance(concurrency, dict) or concurrency.get("cancel-in-progress") not in (False, "false"):
+                out.append(Violation("artifact-per-call", wf.name, job_id,
+                                     "a job that pushes (contents: write) in a workflow called more than once per run "
+                                     "needs a concurrency group with cancel-in-progress: false, so every call's push lands"))
     return out
 
 

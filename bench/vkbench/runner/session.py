@@ -117,8 +117,8 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     # Fail before starting anything when a binary is missing: exit code 3, with the fetch hint.
     tools = {name: resolve_tool(name) for name in sorted({c.tool for c in cells})}
     if options.backend == "native":
-        for engine, version in sorted({(c.engine, c.version) for c in cells}):
-            resolve_server(engine, version)
+        for engine, version, tls in sorted({(c.engine, c.version, bool(c.workload and c.workload.tls)) for c in cells}):
+            resolve_server(engine, version, tls=tls)
 
     options.out_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(

@@ -62,7 +62,8 @@ class NativeBackend(Backend):
 
     @contextlib.contextmanager
     def deploy(self, spec: DeploymentSpec) -> Iterator[Deployment]:
-        binary = resolve_server(spec.engine, spec.version, fetch=self.fetch)
+        # A TLS cell's source build is built with BUILD_TLS=yes (its own cache entry).
+        binary = resolve_server(spec.engine, spec.version, fetch=self.fetch, tls=spec.tls is not None)
         if spec.tls is not None:
             require_tls(binary.path, f"{spec.engine}:{spec.version}")
         state_dir = self.state_dir_for(spec)

@@ -31,8 +31,8 @@ OPENSSL_TIMEOUT_S = 60
 DAYS = "2"      # throw-away: valid long enough for any run, never longer
 #: What to use when the asked server has no TLS (the hint of the refusal).
 TLS_RELEASES = ("valkey:8.0.1 (Debian bookworm-backports, linked with OpenSSL)",
-                "valkey:REF@source built with TLS (VKBENCH_BUILD_TLS=yes vkbench servers fetch valkey REF@source --refresh, "
-                "then run with VKBENCH_BUILD_TLS=yes)",
+                "valkey:REF@source or valkey:unstable (a TLS cell builds it with BUILD_TLS=yes: libssl-dev, "
+                "tools/setup/build.sh)",
                 "redis:7.0.15 (Debian bookworm)")
 
 
