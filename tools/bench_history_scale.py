@@ -31,7 +31,7 @@ from vkbench.detect.runner import run_detection  # noqa: E402
 from vkbench.history.series import month_of, series_key  # noqa: E402
 from vkbench.files import write_bytes_atomic, write_json  # noqa: E402
 from vkbench.history.ingest import ingest  # noqa: E402
-from vkbench.history.store import HistoryStore, series_entry  # noqa: E402
+from vkbench.history.store import HISTORY_VERSION, HistoryStore, series_entry, shard_digest  # noqa: E402
 from vkbench.results.io import validate_result  # noqa: E402
 from vkbench.stats import summarize  # noqa: E402
 
@@ -82,7 +82,7 @@ def bulk_history(store: HistoryStore, cells: int, runs: int, seed: int) -> None:
     template = make_result(0, 0, rng)
     env = template["environment"]
     write_json(store.fingerprint_path(env["fingerprint_id"]), env, indent=1)
-    index = {"history_version": 1, "updated": None, "runs": runs, "series": {}}
+    index = {"history_version": HISTORY_VERSION, "updated": None, "runs": runs, "series": {}}
     stamps = [(START + timedelta(days=n)).strftime("%Y-%m-%dT%H:%M:%SZ") for n in range(runs)]
     for month in sorted({month_of(s) for s in stamps}):
         (store.path / "runs" / month).mkdir(parents=True, exist_ok=True)
@@ -117,9 +117,12 @@ def bulk_history(store: HistoryStore, cells: int, runs: int, seed: int) -> None:
                 }
                 points.append(point)
                 by_month.setdefault(month_of(stamps[n]), []).append(json.dumps(point, separators=(",", ":")))
+            digests = {}
             for month, lines in by_month.items():
-                write_bytes_atomic(store.shard_path(sid, month), ("\n".join(lines) + "\n").encode())
-            index["series"][sid] = series_entry(dims, "x86_64", points, by_month)
+                data = ("\n".join(lines) + "\n").encode()
+                write_bytes_atomic(store.shard_path(sid, month), data)
+                digests[month] = shard_digest(data)
+            index["series"][sid] = series_entry(dims, "x86_64", points, by_month, digests)
     store.write_index(index)
     store.write_format()
 

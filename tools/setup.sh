@@ -5,8 +5,8 @@
 #   tools/setup.sh            what `vkbench demo` needs: the venv, server and tool binaries
 #   tools/setup.sh --test     also what the tests need: test extras, site-src/node_modules (npm),
 #                             memtier_benchmark (source build), Chromium, build tools + ccache,
-#                             podman + compose, actionlint, lint tools, the arm64 test image
-#                             (qemu-user-static, gcc-aarch64-linux-gnu)
+#                             podman + compose, actionlint, lint tools, PostgreSQL server, the
+#                             arm64 test image (qemu-user-static, gcc-aarch64-linux-gnu)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -65,6 +65,8 @@ if [[ $with_tests == 1 ]]; then
   tools/setup/arm64.sh
   step "actionlint (Go module proxy)"
   tools/setup/actionlint.sh
+  step "PostgreSQL server for the export test (Debian's postgresql; clusters are the test's own)"
+  tools/setup/postgres.sh
   step "lint tools (cloud-init schema)"
   tools/setup/lint-tools.sh
   step "act, to run the workflows locally (Go module proxy, patched: tools/setup/act-patches)"

@@ -241,6 +241,11 @@ class ABOptions:
     #: A branch of ``url`` both commits must be on (ancestors of its tip), checked before anything
     #: is built: the trusted path of ab.yml runs without a reviewer only for merged code.
     require_branch: str | None = None
+    #: Cells from the catalog's specs a change touches (docs/catalogs.md): ``BASE..HEAD`` of ``url``
+    #: (what a pull request changes), or the changed files themselves.
+    specs_from_changes: str | None = None
+    changed_files: list[str] | None = None
+    spec_duration: int = 10           # seconds per spec per side and round (the specs say 180)
 
 
 Samples = dict[tuple[str, str], dict[int, float]]    # (cell label, command) -> round -> rps
@@ -300,6 +305,47 @@ def template_cells(options: ABOptions) -> list[Cell]:
     if options.requests is not None:
         cells = [c.model_copy(update={"requests": options.requests}) for c in cells]
     return cells
+
+
+def _from_changes(options: ABOptions) -> bool:
+    return options.specs_from_changes is not None or options.changed_files is not None
+
+
+def changed_files(url: str, options: ABOptions) -> list[str]:
+    if options.changed_files is not None:
+        return list(options.changed_files)
+    base, sep, head = (options.specs_from_changes or "").partition("..")
+    head = head[1:] if head.startswith(".") else head        # BASE...HEAD means the same here
+    if not sep or not base or not head:
+        raise UsageError(f"--specs-from-changes {options.specs_from_changes!r}: not BASE..HEAD",
+                         hint="e.g. --specs-from-changes unstable..4fd5645d80ae (what a pull request changes)")
+    mirror = Mirror.for_url(url)
+    return mirror.changed_files(mirror.resolve(base), mirror.resolve(head))
+
+
+def spec_cells_for_changes(url: str, options: ABOptions, progress: Progress | None = None) -> list[Cell]:
+    """The catalog's specs the changed files touch (catalogs.plan.plan_for_changes), each shortened
+    to ``spec_duration``; which it chose and why is printed and written to ``specs.json``."""
+    from .catalogs.plan import plan_for_changes
+
+    if options.cells:
+        raise UsageError("--cell and specs from changes are two ways to choose cells", hint="give one of them")
+    changed = changed_files(url, options)
+    overrides: dict = {"duration": options.spec_duration}
+    if options.requests is not None:
+        overrides["requests"] = options.requests
+    plan, selection, choices = plan_for_changes(changed, overrides)
+    lines = [f"specs from {len(changed)} changed file(s):", *(f"  {r}" for r in selection.reasons),
+             *(f"  runs {c.name}: {c.why}" for c in choices)]
+    if progress:
+        progress("\n".join(lines))
+    write_json(options.out_dir / "specs.json", {
+        "changed_files": changed[:1000], "groups": selection.groups, "core": selection.core,
+        "reasons": selection.reasons, "chosen": [asdict(c) for c in choices],
+        "refused": [r.to_json() for r in plan.refusals]}, indent=2)
+    if not plan.cells:
+        raise UsageError("the changed files select no spec that runs here", hint="; ".join(selection.reasons)[:500])
+    return plan.cells
 
 
 def _for_side(template: Cell, commit: str) -> Cell:
@@ -422,7 +468,7 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
                              hint="an A/B needs two different commits")
         base = prepare(url, base_commit, options.base, "base", progress)
         candidate = prepare(url, candidate_commit, options.candidate, "candidate", progress)
-        templates = template_cells(options)
+        templates = spec_cells_for_changes(url, options, progress) if _from_changes(options) else template_cells(options)
         cells = [c for t in templates for c in (_for_side(t, base.commit), _for_side(t, candidate.commit))]
         results = _run_rounds(cells, options.min_rounds, options.out_dir / "pilot", options, progress)
         labels = cell_labels(results)

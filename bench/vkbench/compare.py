@@ -8,19 +8,33 @@ base vs candidate of the same version built from two commits.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import numpy as np
+from scipy import stats as st
 
 from .errors import UsageError
 from .evidence import TARGET_MDE  # a verdict needs the repetitions' Welch MDE at or below it
 from .parsers.record import LATENCY_KEYS
 from .results.io import load_result, result_files
 from .servers.source_build import PER_BUILD_FIELDS
-from .stats import compare_samples
+from .evidence import adequate, inconclusive
+from .stats import POWER, Comparison, compare_samples
 
-METRICS = ("rps",) + LATENCY_KEYS
+#: Counted metrics (docs/instructions.md), lower is better for both: instructions per operation
+#: (per seed: fresh server i runs with seed i on both sides, so the servers pair up) and memory per
+#: key after the preload (one value per cell: its row's command is "-").
+COUNT_METRICS = ("instructions_per_op", "bytes_per_key")
+METRICS = ("rps",) + LATENCY_KEYS + COUNT_METRICS
 #: Below this relative change nothing is called better or worse, however tight the samples.
 MIN_EFFECT = 0.02
+#: ...for instructions per operation: the count method's precision (detection's count floor, 0.1 %).
+COUNT_MIN_EFFECT = 0.001
+#: ...for memory per key, one value a side: fresh servers differ by up to 0.8 % (60.0-60.5 bytes at
+#: 10,000 keys, docs/instructions.md), so only a change past 1 % is called.
+MEMORY_MIN_EFFECT = 0.01
 
 _IGNORED_FOR_MATCH = {"version", "runner", "repetitions"}
 
@@ -98,10 +112,84 @@ def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...
                                       target_mde=target_mde)
                 rows.append(Row(_describe(b), command, metric, cmp.base_median, cmp.candidate_median, cmp.change,
                                 cmp.ci_low, cmp.ci_high, cmp.p_value, cmp.verdict, _label(b), _label(c), flagged, cmp.mde))
+        rows += count_rows(b, c, metrics, flagged=flagged, target_mde=target_mde)
     if not rows:
         raise UsageError("no cell of the two directories matches",
                          hint="compare results of the same matrix (same topology, io-threads, pipeline, clients, data size, tool)")
     return rows, unmatched
+
+
+def _per_seed(result: dict, command: str) -> dict[int, float]:
+    """``{seed: instructions per op}`` of one command: server i of the block ran seed ``servers[i].seed``."""
+    block = result.get("instructions") or {}
+    entry = (block.get("commands") or {}).get(command.lower()) or {}
+    values = entry.get("per_server") or []
+    seeds = [s.get("seed") for s in block.get("servers") or []]
+    if len(seeds) != len(values) or len(set(seeds)) != len(seeds):
+        seeds = list(range(1, len(values) + 1))        # no seed record: servers in order
+    return {int(seed): float(v) for seed, v in zip(seeds, values) if v}
+
+
+def paired_counts(base: dict[int, float], candidate: dict[int, float], *, alpha: float = 0.05,
+                  target_mde: float | None = TARGET_MDE) -> Comparison:
+    """Instructions per op of two results, seed by seed (the same seed on both sides: the seed's own
+    effect on a command-table lookup cancels): mean of the per-seed log ratios, its t interval and
+    p-value, the MDE (power 80 %), and a verdict that needs p < alpha and a change of at least
+    :data:`COUNT_MIN_EFFECT`. Lower is better."""
+    seeds = sorted(set(base) & set(candidate))
+    b = np.asarray([base[s] for s in seeds], dtype=float)
+    c = np.asarray([candidate[s] for s in seeds], dtype=float)
+    bm, cm = (float(np.median(b)), float(np.median(c))) if seeds else (0.0, 0.0)
+    ratios = np.log(c / b) if seeds else np.empty(0)
+    mean = float(ratios.mean()) if len(ratios) else 0.0
+    change = math.expm1(mean)
+    low = high = p_value = mde = None
+    if len(ratios) >= 2:
+        se = float(ratios.std(ddof=1)) / math.sqrt(len(ratios))
+        df = len(ratios) - 1
+        t_crit = float(st.t.ppf(1 - alpha / 2, df))
+        if se == 0:
+            p_value = 0.0 if mean else 1.0
+        else:
+            p_value = float(2 * st.t.sf(abs(mean / se), df))
+        low, high = math.expm1(mean - t_crit * se), math.expm1(mean + t_crit * se)
+        mde = math.expm1((t_crit + float(st.t.ppf(POWER, df))) * se)
+    if not adequate(mde, target_mde):
+        verdict = inconclusive(mde, target_mde, unit="seeds (servers) per side")
+    elif p_value is None or p_value >= alpha or abs(change) < COUNT_MIN_EFFECT:
+        verdict = "no significant change"
+    else:
+        verdict = "worse" if change > 0 else "better"
+    return Comparison(bm, cm, change, low, high, p_value, verdict, mde)
+
+
+def memory_comparison(base: float, candidate: float) -> Comparison:
+    """Memory per key, one value a side: no interval; past :data:`MEMORY_MIN_EFFECT` it is a verdict."""
+    change = (candidate - base) / base if base else 0.0
+    verdict = "no significant change" if abs(change) < MEMORY_MIN_EFFECT else ("worse" if change > 0 else "better")
+    return Comparison(base, candidate, change, None, None, None, verdict, None)
+
+
+def count_rows(base: dict, candidate: dict, metrics: tuple[str, ...], *, flagged: bool,
+               target_mde: float | None = TARGET_MDE) -> list[Row]:
+    """Rows of the counted metrics of one matched cell (none when a side has no count)."""
+    rows: list[Row] = []
+    if "instructions_per_op" in metrics:
+        b_cmds = ((base.get("instructions") or {}).get("commands") or {})
+        c_cmds = ((candidate.get("instructions") or {}).get("commands") or {})
+        for command in [k for k in b_cmds if k in c_cmds]:
+            cmp = paired_counts(_per_seed(base, command), _per_seed(candidate, command), target_mde=target_mde)
+            if not cmp.base_median:
+                continue
+            rows.append(Row(_describe(base), command.upper(), "instructions_per_op", cmp.base_median,
+                            cmp.candidate_median, cmp.change, cmp.ci_low, cmp.ci_high, cmp.p_value, cmp.verdict,
+                            _label(base), _label(candidate), flagged, cmp.mde))
+    b_mem, c_mem = (base.get("memory") or {}).get("bytes_per_key"), (candidate.get("memory") or {}).get("bytes_per_key")
+    if "bytes_per_key" in metrics and b_mem and c_mem:
+        cmp = memory_comparison(float(b_mem), float(c_mem))
+        rows.append(Row(_describe(base), "-", "bytes_per_key", cmp.base_median, cmp.candidate_median, cmp.change,
+                        None, None, None, cmp.verdict, _label(base), _label(candidate), flagged, None))
+    return rows
 
 
 #: Fields of a recorded build configuration that are not the configuration itself: per-build

@@ -89,6 +89,12 @@ class ContainerEngineError(VkbenchError):
     exit_code = 11
 
 
+class ExportError(VkbenchError):
+    """An export target (a PostgreSQL database) refused or could not be reached."""
+
+    exit_code = 12
+
+
 class Interrupted(VkbenchError):
     """Ctrl-C: everything started was torn down."""
 

@@ -468,14 +468,21 @@ def test_interrupted_ingest_is_completed_by_the_next(work, monkeypatch):
     assert sum(e["points"] for e in store.index()["series"].values()) == 4 * 6 + 2
 
 
-def test_version_1_history_is_still_read_and_checked(work):
-    h = work / "history"
+def _as_version_1(h):
+    """The history as version 1 wrote it: no shard digests, shard files named <YYYY-MM>.jsonl."""
     index = json.loads((h / "index.json").read_text())
     index["history_version"] = 1
     for entry in index["series"].values():
         entry.pop("shard_digests")
     (h / "index.json").write_text(json.dumps(index))
     (h / "format.json").write_text('{"history_version": 1}')
+    for shard in (h / "series").glob("*/*/*.jsonl"):
+        shard.rename(shard.with_name(shard.name.split(".")[0] + ".jsonl"))
+
+
+def test_version_1_history_is_still_read_and_checked(work):
+    h = work / "history"
+    _as_version_1(h)
     assert vk("detect", "--history", h, "--no-write").code == 0                  # readable
     _truncate_mid_line(h)
     assert_refused(vk("detect", "--history", h, "--no-write"), 7)                 # still checked
@@ -484,16 +491,12 @@ def test_version_1_history_is_still_read_and_checked(work):
 def test_version_1_history_migrates_on_ingest(pristine, tmp_path):
     h = tmp_path / "history"
     shutil.copytree(pristine / "history", h)
-    index = json.loads((h / "index.json").read_text())
-    index["history_version"] = 1
-    for entry in index["series"].values():
-        entry.pop("shard_digests")
-    (h / "index.json").write_text(json.dumps(index))
-    (h / "format.json").write_text('{"history_version": 1}')
+    _as_version_1(h)
     write_result(tmp_path / "new", make_result(run_id="after-migration", timestamp="2026-11-22T02:00:00Z"))
     outcome = vk("ingest", tmp_path / "new", "--history", h)
-    assert outcome.code == 0 and "migrated 1 -> 2" in outcome.text
-    assert json.loads((h / "format.json").read_text()) == {"history_version": 2}
+    # (format 3 since issue 23: the migration also names each shard after its series)
+    assert outcome.code == 0 and "migrated 1 -> 3" in outcome.text
+    assert json.loads((h / "format.json").read_text()) == {"history_version": 3}
     HistoryStore(h).verify(deep=True)
 
 

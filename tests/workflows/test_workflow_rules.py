@@ -75,7 +75,7 @@ def test_benchmark_inputs_match_the_contract():
     expected = {"preset", "versions", "io_threads", "topologies", "tool", "runner_classes", "repetitions", "publish"}
     assert set(dispatch) == expected == set(call)
     assert dispatch["preset"]["options"] == [
-        "smoke", "nightly", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
+        "smoke", "nightly", "nightly-datatypes", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
     ]
     assert dispatch["runner_classes"]["default"] == "cloud-x86"
     assert dispatch["publish"]["type"] == call["publish"]["type"] == "boolean"

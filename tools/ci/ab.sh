@@ -11,7 +11,9 @@
 #                          that was approved (the caller in docs/templates pins it): a pull request
 #                          that moved since is refused, never built
 #   VKBENCH_AB_PR          pull request number of that repository (or empty)
-#   VKBENCH_AB_PRESET      cells (default ab); VKBENCH_AB_MAX_ROUNDS (default 20)
+#   VKBENCH_AB_PRESET      cells (default ab); `specs-from-changes`: the catalog specs the files
+#                          changed between base and candidate touch (vkbench ab --specs-from-changes);
+#                          VKBENCH_AB_MAX_ROUNDS (default 20)
 #   VKBENCH_AB_CELL        one cell (JSON) instead of the preset; VKBENCH_AB_CONFIRM a candidate id
 #                          (the trusted repository only: its verdict goes into the history)
 #   VKBENCH_MACHINE_CLASS  the runner class; VKBENCH_AB_DIR output (default vkbench-ab)
@@ -62,6 +64,7 @@ confirm="${VKBENCH_AB_CONFIRM:-}"
   || fail "confirm is for the nightly's own candidates: the repository must be the trusted one (VKBENCH_VALKEY_REPOSITORY)"
 cell="${VKBENCH_AB_CELL:-}"
 ci_check_cell cell "$cell" || exit 2
+[[ "$preset" != specs-from-changes || -z "$cell" ]] || fail "give one of cell and preset specs-from-changes"
 if [[ ! "$max_rounds" =~ ^[0-9]{1,3}$ ]] || (( max_rounds < 4 || max_rounds > 200 )); then
   fail "max_rounds must be 4..200"
 fi
@@ -103,8 +106,14 @@ esac
 
 [[ -n "${VKBENCH_MACHINE_CLASS:-}" ]] || fail "VKBENCH_MACHINE_CLASS is empty"
 dir="${VKBENCH_AB_DIR:-vkbench-ab}"
-args=(ab --repo "$repo" --base "$base" --preset "$preset" --max-rounds "$max_rounds"
+args=(ab --repo "$repo" --base "$base" --max-rounds "$max_rounds"
   --machine-class "$VKBENCH_MACHINE_CLASS" --out "$dir" --backend "${VKBENCH_BACKEND:-native}")
+if [[ "$preset" == specs-from-changes ]]; then
+  # The candidate is a commit here (with pr: the approved head's full SHA): what the PR changes.
+  args+=(--specs-from-changes "${base}..${cand}")
+else
+  args+=(--preset "$preset")
+fi
 if [[ -n "$pr" ]]; then
   args+=(--pr "$pr")
   [[ -n "$cand" ]] && args+=(--pr-head "$cand")

@@ -90,7 +90,7 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     lines = [f"{heading} {icon} {md.text(incident['title'])}", ""]
     lines.append(
         f"**{md.text(incident['direction'])}** ({md.text(state)}) on {md.code(incident['machine_class'])}, "
-        f"{md.text(incident['metric'])} {incident['magnitude']:+.1%} (median over the series), "
+        f"{md.text(incident['metric'])} {md.change(incident['magnitude'])} (median over the series), "
         f"{len(incident['series_ids'])} series, incident {md.code(incident['id'])}."
     )
     lines.append("")
@@ -112,11 +112,18 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     lines.append("")
     lines += md.table(
         ["series", "metric", "change", "p-value", "before → after", "runs (before / after)"], "llrrlr",
-        ([md.text(cp.get("series_name", cp["series_id"])), md.text(cp["metric"]), f"{cp['magnitude']:+.1%}", f"{cp['p_value']:.2g}",
+        ([md.text(cp.get("series_name", cp["series_id"])), md.text(cp["metric"]), md.change(cp["magnitude"]), f"{cp['p_value']:.2g}",
           f"{_fmt(cp['level_before'])} → {_fmt(cp['level_after'])}", f"{len(cp['runs']['before'])} / {len(cp['runs']['after'])}"]
          for cp in change_points[:limit]))
     if len(change_points) > limit:
         lines.append(f"| … and {len(change_points) - limit} more | | | | | |")
+    if incident.get("instruction_diff"):
+        from ..instruments.diff import describe_source, to_markdown as instruction_table
+
+        diff = incident["instruction_diff"]
+        lines += ["", f"Functions whose instructions per operation changed most, last good → first bad "
+                      f"({md.text(describe_source(diff))}):", "",
+                  instruction_table(diff, before_label="good", after_label="bad").rstrip()]
     if incident.get("profile_diff"):
         from ..profile.diff import DiffRow, to_markdown
 

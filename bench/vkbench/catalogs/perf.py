@@ -21,7 +21,6 @@ from .specs import JUDGED_AGAINST, R_INVALID, Refusal, valkey_configs
 SOURCE = "valkey-perf-benchmark"
 R_MODULE = "module workload"
 R_DURATION = "duration without --requests"
-R_TLS = "TLS"
 R_CONFIG = "server setting not in Valkey"
 MAX_CELLS_PER_ENTRY = 512
 
@@ -75,8 +74,6 @@ def _entry_cells(entry: Any, name: str, servers: list[str], overrides: dict[str,
     groups = sorted({_group(t) for t in tests})
     if any(not re.match(r"^[a-z0-9_-]{1,32}$", t) for t in tests):
         raise _Refused(R_INVALID, "a command is not a valkey-benchmark test name", groups)
-    if _tls(entry.get("tls_mode")) and not overrides.get("allow_tls"):
-        raise _Refused(R_TLS, "asks for TLS (tls_mode); vkbench's backends do not start TLS servers yet", groups)
     requests_list = _as_list(entry.get("requests"))
     if overrides.get("requests"):
         requests_list = [overrides["requests"]]
@@ -102,6 +99,8 @@ def _entry_cells(entry: Any, name: str, servers: list[str], overrides: dict[str,
                 "io_threads": io or 1, "keyspace": keyspace or 100000, "data_size": size or 3,
                 "pipeline": pipeline or 1, "clients": clients or 50, "requests": requests,
                 "client_threads": threads, "extra_server_args": server_args,
+                # tls_mode: TLS servers (tls-cluster too) and valkey-benchmark --tls (docs/tls.md)
+                "workload": {"tls": True} if _tls(entry.get("tls_mode")) else None,
                 "repetitions": overrides.get("repetitions", 1),
                 "catalog": {"source": SOURCE, "name": name, "groups": groups, "commands": tests,
                             "spec_duration": entry.get("duration"),

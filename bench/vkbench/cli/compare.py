@@ -9,21 +9,28 @@ import click
 from .console import make_console
 from rich.table import Table
 
-from ..compare import METRICS, TARGET_MDE, Row, build_warnings, compare_dirs, rows_to_json
+from ..compare import (COUNT_METRICS, COUNT_MIN_EFFECT, MEMORY_MIN_EFFECT, METRICS, TARGET_MDE, Row, build_warnings,
+                       compare_dirs, rows_to_json)
 
-_UNITS = {"rps": "rps"}
+_UNITS = {"rps": "rps", "instructions_per_op": "instructions/op", "bytes_per_key": "bytes/key"}
 
 
 def _value(metric: str, v: float) -> str:
-    return f"{v:,.0f}" if metric == "rps" else f"{v:.3f}"
+    if metric == "rps":
+        return f"{v:,.0f}"
+    if metric == "instructions_per_op":
+        return f"{v:,.1f}"
+    return f"{v:.2f}" if metric == "bytes_per_key" else f"{v:.3f}"
 
 
 def _pct(v: float | None) -> str:
-    return "-" if v is None else f"{v:+.1%}"
+    from ..markdown import change
+
+    return "-" if v is None else change(v)       # +0.32% where counts resolve it, +8.0% else
 
 
 def _ci(row: Row) -> str:
-    return "-" if row.ci_low is None else f"[{row.ci_low:+.1%}, {row.ci_high:+.1%}]"
+    return "-" if row.ci_low is None else f"[{_pct(row.ci_low)}, {_pct(row.ci_high)}]"
 
 
 def _verdict(row: Row) -> str:
@@ -53,6 +60,12 @@ def markdown(rows: list[Row], unmatched: list[str], target_mde: float | None = T
             "else \"inconclusive\"") if target_mde else ""
     lines.append("rps: bigger is better; latencies (ms): smaller is better. Verdicts need p < 0.05 (Welch's t-test "
                  f"on the repetitions), a change of at least 2%{gate}. \"flagged\": a validity check failed on one side.")
+    if any(r.metric in COUNT_METRICS for r in rows):
+        lines.append("")
+        lines.append(f"instructions_per_op (instructions/op) and bytes_per_key (bytes/key): smaller is better. "
+                     f"Instructions: the servers of both sides paired by seed, p < 0.05 on the per-seed ratios and "
+                     f"a change of at least {COUNT_MIN_EFFECT:.1%}; memory per key (one value a side): a change of "
+                     f"at least {MEMORY_MIN_EFFECT:.0%}.")
     for u in unmatched:
         lines.append(f"- {md.text(u)}")
     return "\n".join(lines) + "\n"
@@ -62,7 +75,7 @@ def markdown(rows: list[Row], unmatched: list[str], target_mde: float | None = T
 @click.argument("base_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("candidate_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
-@click.option("--metrics", default="rps,avg,min,p50,p95,p99,max", show_default=True,
+@click.option("--metrics", default="rps,avg,min,p50,p95,p99,max,instructions_per_op,bytes_per_key", show_default=True,
               help=f"Comma-separated metrics among {', '.join(METRICS)}.")
 @click.option("--target-mde", type=float, default=TARGET_MDE, show_default=True,
               help="A verdict needs the repetitions' MDE (Welch, power 80%) at or below this fraction; else inconclusive.")

@@ -23,7 +23,7 @@ def parse_now(value: str | None) -> datetime | None:
 
 @click.group("history")
 def history_group():
-    """Retention and layout of the history (see docs/history-format.md)."""
+    """Retention, format and layout of the history (see docs/history-format.md)."""
 
 
 @history_group.command("retain")
@@ -42,6 +42,18 @@ def retain_cmd(history_dir, keep_raw_days, keep_results_days, now_text, dry_run,
         click.echo(json.dumps(dict(report.to_dict(), dry_run=dry_run), indent=1))
     else:
         click.echo(("would have " if dry_run else "") + report.summary())
+
+
+@history_group.command("migrate")
+@click.option("--history", "history_dir", required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Check and count only.")
+@click.option("--json", "as_json", is_flag=True)
+def migrate_cmd(history_dir, dry_run, as_json):
+    """Bring a history to this vkbench's format (renames only; every point counted before and after)."""
+    from ..history.migrate import migrate_history
+
+    report = migrate_history(history_dir, dry_run=dry_run)
+    click.echo(json.dumps(report.to_dict(), indent=1) if as_json else report.summary())
 
 
 @history_group.command("split")

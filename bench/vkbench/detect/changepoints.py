@@ -74,16 +74,22 @@ def detect_changes(
     n = len(y)
     if n < params.min_before + params.strong_min_after:
         return []
-    log_samples = _log_samples([samples[i] for i in kept] if samples is not None else None, n)
+    use_samples = samples is not None and params.sample_test
+    log_samples = _log_samples([samples[i] for i in kept] if use_samples else None, n)
 
     candidates = _candidates(y, sigma, params)
     cps = sorted(candidates)
     while True:
         evaluated = [_evaluate(y, log_samples, cps, k, sigma, params) for k in range(len(cps))]
-        failing = [(score, k) for k, (ok, score, _) in enumerate(evaluated) if not ok]
+        # A candidate whose window before is too short (a neighbouring candidate too close: only
+        # possible with a one-run minimum after, counted metrics) is judged last: the search can
+        # cut an outlier off just before a real step, and it is that weaker neighbour that must go
+        # first, which widens the step's window before.
+        failing = [(not _blocked(change, params), score, k)
+                   for k, (ok, score, change) in enumerate(evaluated) if not ok]
         if not failing:
             break
-        _, worst = max(failing)
+        *_, worst = max(failing)
         del cps[worst]
     out = []
     for _, _, change in evaluated:
@@ -151,9 +157,13 @@ def _evaluate(y, log_samples, cps: list[int], k: int, sigma: float, params: Dete
     ok = enough_runs and p_value < params.alpha and abs(magnitude) >= min_effect and persistent
     # elimination order: the least significant (relative to alpha) and smallest first
     score = math.log10(max(p_value, 1e-300) / params.alpha) - abs(magnitude) / min_effect
-    if nb < params.min_before or na < params.strong_min_after:
+    if na < params.strong_min_after:
         score += 1000.0            # cannot stand at all: remove these first
     return ok, score, change
+
+
+def _blocked(change: Change, params: DetectionParams) -> bool:
+    return change.before[1] - change.before[0] < params.min_before
 
 
 def _persistent(after: np.ndarray, med_b: float, delta: float, min_effect: float) -> bool:

@@ -77,7 +77,7 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
             if not any(values):
                 continue
             cand = find_candidate(values, valid=valid, fingerprints=fps, bigger_is_better=bigger_is_better(metric),
-                                  params=params, accepted=accepted.get((sid, metric), []))
+                                  params=params.for_metric(metric), accepted=accepted.get((sid, metric), []))
             if cand is None:
                 continue
             bad = points[cand.index]

@@ -183,7 +183,9 @@ def title(members: list[dict], dims: dict, machine: str, metric: str, magnitude:
     head = ", ".join(parts)
     if len(head) > 160:                                     # GitHub titles stop at 256
         head = head[:157].rstrip(", ") + "..."
-    return f"{head}: {what}{magnitude:+.0%} {between}".replace("+-", "-")
+    # sub-percent steps (instruction counts) keep their digits: "+0.5%", not "+0%"
+    shown = f"{magnitude:+.0%}" if abs(magnitude) >= 0.01 else f"{magnitude * 100:+.2g}%"
+    return f"{head}: {what}{shown} {between}".replace("+-", "-")
 
 
 def _between(rep: dict) -> str:

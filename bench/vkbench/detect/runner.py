@@ -79,6 +79,10 @@ def run_detection(
 
     bisects.attach(incidents, bisects.load(store)["bisects"])
     attach_profile_diffs(store.path, incidents, store.read_series, series_index)
+    # An incident of instruction counts: which functions' instructions per op changed.
+    from ..instruments.diff import attach_instruction_diffs
+
+    attach_instruction_diffs(store, incidents, change_points, series_index)
     return_doc: dict[str, Any] = {
         "generated": utc_now(),
         "parameters": params.to_dict(),
@@ -144,13 +148,14 @@ def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
             continue
         values = [s.get("median") if s else None for s in stats]
         samples = [s.get("samples") if s else None for s in stats]
+        metric_params = params.for_metric(metric)     # counted metrics: their own rule
         found = detect_segmented(
             values, samples=samples, valid=valid, fingerprints=fps, resets=resets,
-            bigger_is_better=bigger_is_better(metric), params=params,
+            bigger_is_better=bigger_is_better(metric), params=metric_params,
         )
-        noise[metric] = {"cv": round(float(found.cv), 5)}
+        noise[metric] = {"cv": round(float(found.cv), 7 if params.is_count(metric) else 5)}
         for change in found.changes:
-            record = _record(sid, metric, change, points, valid, values, found.cv, params, resets)
+            record = _record(sid, metric, change, points, valid, values, found.cv, metric_params, resets)
             record["series_name"] = describe(dims)
             record["silenced_by"] = next((k for at, k in silences if change.index >= at), None)
             cps.append(record)
@@ -189,7 +194,7 @@ def _record(sid, metric, change, points, valid, values, cv, params, resets) -> d
         "p_samples": None if change.p_samples is None else float(f"{change.p_samples:.3g}"),
         "level_before": change.level_before,
         "level_after": change.level_after,
-        "min_effect": round(min_effect, 5),
+        "min_effect": round(min_effect, 6),
         "good": _ref(points[good_i]),
         "bad": _ref(points[change.index]),
         "runs": {"before": before_runs, "after": after_runs},

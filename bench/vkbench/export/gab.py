@@ -1,7 +1,8 @@
 """github-action-benchmark's custom formats.
 
-``rps.json`` for ``tool: customBiggerIsBetter`` and ``latency.json`` for
-``customSmallerIsBetter``: arrays of ``{"name", "unit", "value", "range", "extra"}`` (the
+``rps.json`` for ``tool: customBiggerIsBetter``, ``latency.json`` and ``counts.json`` (instructions
+per operation, "instructions/op", and memory per key after the preload, "bytes/key": both smaller
+is better, docs/instructions.md) for ``customSmallerIsBetter``: arrays of ``{"name", "unit", "value", "range", "extra"}`` (the
 fields its extractCustomBenchmarkResult keeps). Names are the series' readable names
 (``SET standalone io2 P16 c50 d3 valkey:9.1.2 [cloud-x86]``), stable across runs and unique
 within a file, because github-action-benchmark keys its charts by name.
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..history.ingest import input_files
-from ..history.series import series_key, unique_names
+from ..history.series import series_commands, series_key, unique_names
 from ..files import write_json
 from ..results.io import load_result
 
@@ -26,6 +27,7 @@ LATENCY_EXPORTED = ("p50", "p99")
 class GabExport:
     rps: list[dict] = field(default_factory=list)
     latency: list[dict] = field(default_factory=list)
+    counts: list[dict] = field(default_factory=list)
     skipped_invalid: int = 0
     files: list[Path] = field(default_factory=list)
 
@@ -59,7 +61,7 @@ def build_gab(result_paths: Iterable[str | os.PathLike]) -> GabExport:
         if not result["validity"]["valid"]:
             export.skipped_invalid += 1
             continue
-        for command in result["summary"]:
+        for command in series_commands(result):      # wall-clock commands, then counted-only ones
             sid, dims = series_key(result, command)
             known = latest.get(sid)
             if known is None or known[0]["run"]["timestamp"] < result["run"]["timestamp"]:
@@ -67,7 +69,7 @@ def build_gab(result_paths: Iterable[str | os.PathLike]) -> GabExport:
     names = unique_names({sid: dims for sid, (_, dims, _) in latest.items()})
     for sid in sorted(latest, key=lambda s: names[s]):
         result, _, command = latest[sid]
-        stats = result["summary"][command]
+        stats = (result.get("summary") or {}).get(command, {})
         if "rps" in stats:
             s = stats["rps"]
             export.rps.append({"name": names[sid], "unit": "rps", "value": round(s["median"], 2), "range": _range(s), "extra": _extra(result, s)})
@@ -75,7 +77,28 @@ def build_gab(result_paths: Iterable[str | os.PathLike]) -> GabExport:
             if metric in stats:
                 s = stats[metric]
                 export.latency.append({"name": f"{names[sid]} {metric}", "unit": "ms", "value": round(s["median"], 4), "range": _range(s), "extra": _extra(result, s)})
+        export.counts += _count_entries(result, command, names[sid])
     return export
+
+
+def _count_entries(result: dict, command: str, name: str) -> list[dict]:
+    """instructions/op of the command and bytes/key of its cell (the method id in ``extra``: a
+    method change makes another series on the site, here it is at least said)."""
+    out = []
+    block = result.get("instructions") or {}
+    entry = (block.get("commands") or {}).get(command.lower())
+    if entry and entry.get("per_op") is not None:
+        values = entry.get("per_server") or [entry["per_op"]]
+        half = (max(values) - min(values)) / 2
+        extra = _extra(result, {"n": len(values), "cv": (entry.get("cv_servers_pct") or 0) / 100 or None})
+        method = (block.get("method") or {}).get("id")
+        out.append({"name": f"{name} instructions/op", "unit": "instructions/op", "value": round(float(entry["per_op"]), 2),
+                    "range": f"± {half:.4g}", "extra": f"{extra}; method {method}" if method else extra})
+    memory = result.get("memory") or {}
+    if memory.get("bytes_per_key") is not None:
+        out.append({"name": f"{name} bytes/key", "unit": "bytes/key", "value": round(float(memory["bytes_per_key"]), 3),
+                    "range": "± 0", "extra": _extra(result, {"n": 1}) + f"; {memory.get('keys')} keys"})
+    return out
 
 
 def write_gab(result_paths: Iterable[str | os.PathLike], out_dir: str | os.PathLike) -> GabExport:
@@ -84,4 +107,7 @@ def write_gab(result_paths: Iterable[str | os.PathLike], out_dir: str | os.PathL
     write_json(out / "rps.json", export.rps, indent=1)
     write_json(out / "latency.json", export.latency, indent=1)
     export.files = [out / "rps.json", out / "latency.json"]
+    if export.counts:       # written only when there are counts: existing exports stay two files
+        write_json(out / "counts.json", export.counts, indent=1)
+        export.files.append(out / "counts.json")
     return export

@@ -95,6 +95,9 @@ _CHANGE_POINT_ALERTS = ("direction", "magnitude", "p_value", "level_before", "le
 _PROFILE_ROW = {"function": _str, "before_self": _number, "after_self": _number, "self_delta": _number,
                 "before_total": _number, "after_total": _number, "total_delta": _number}
 
+#: An incident's function-level instruction difference (instruments/diff.py): per op, numbers.
+_INSTRUCTION_ROW = ("before", "after", "delta")
+
 #: An incident's bisect (detect/bisects.py attach): what the issue bodies and the site show of it.
 _BISECT = {"culprit": _opt_str, "culprit_subject": _opt_str, "effect": _opt_number, "ci_low": _opt_number,
            "ci_high": _opt_number, "measure": _opt_str, "reproduced": _bool, "steps": _count,
@@ -111,6 +114,9 @@ _INCIDENT = {
     "profile_diff": (lambda v: isinstance(v, dict) and isinstance(v.get("rows"), list) and all(
         isinstance(r, dict) and set(r) == set(_PROFILE_ROW) and all(c(r[k]) for k, c in _PROFILE_ROW.items())
         for r in v["rows"]), f"an object whose 'rows' each have {', '.join(_PROFILE_ROW)}"),
+    "instruction_diff": (lambda v: isinstance(v, dict) and isinstance(v.get("rows"), list) and all(
+        isinstance(r, dict) and _str(r.get("function")) and all(_number(r.get(k)) for k in _INSTRUCTION_ROW)
+        for r in v["rows"]), "an object whose 'rows' each have function, " + ", ".join(_INSTRUCTION_ROW)),
     "bisect": (lambda v: isinstance(v, dict) and all(c(v.get(k)) for k, c in _BISECT.items())
                and (v.get("culprit") is None or _hex_commit(v["culprit"])),
                f"an object with {', '.join(_BISECT)} (culprit: a commit or null)"),

@@ -113,7 +113,8 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
         index = store.index()      # corrupt / newer / missing-with-shards -> ResultFileError, nothing written
         index = store.migrate(index)
         if store.migrated:
-            report.notes.append(f"history format migrated {store.migrated}: per-shard checksums added to index.json")
+            report.notes.append(f"history format migrated {store.migrated}: shards checked and named after their series "
+                                "(<month>.<sid>.jsonl; per-shard checksums in index.json)")
         store.verify(index, deep=True)   # every shard matches the index (lines, bytes, sha256); none unlisted
         series_index = index["series"]
 

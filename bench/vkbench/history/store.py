@@ -28,9 +28,29 @@ from .detect_file import check_detection
 from .series import sort_key
 
 #: 2: index entries record ``shard_digests`` (lines, bytes, sha256 per month shard).
-#: Version 1 histories are read (point totals checked per series) and migrated by the next ingest.
-HISTORY_VERSION = 2
+#: 3: shard files are named ``<YYYY-MM>.<sid>.jsonl`` (were ``<YYYY-MM>.jsonl``): git pairs a blob
+#:    with its previous version for delta compression by a hash of the path's last ~16
+#:    characters, so every series' shards of one month used to look alike to it and the pack grew
+#:    ~4.4 kB a point; ending the name in the series id makes it pair each shard with its own
+#:    previous version (~0.5 kB a point, docs/history-format.md).
+#: Older histories are read (layout of their version; v1: point totals checked per series) and
+#: migrated by the next ingest or by ``vkbench history migrate``.
+HISTORY_VERSION = 3
 OLDEST_READABLE_VERSION = 1
+#: The first version whose shard files end in the series id.
+SID_NAMED_SHARDS = 3
+
+
+def shard_file_name(sid: str, month: str, version: int = HISTORY_VERSION) -> str:
+    """A month shard's file name in a history of ``version``."""
+    return f"{month}.{sid}.jsonl" if version >= SID_NAMED_SHARDS else f"{month}.jsonl"
+
+
+def shard_file_month(name: str) -> str | None:
+    """The month of a shard file name of either layout (None: not a shard file)."""
+    if not name.endswith(".jsonl") or name.startswith("."):
+        return None
+    return name[: -len(".jsonl")].split(".", 1)[0]
 
 #: A month shard's name (``<YYYY-MM>.jsonl``): index.json's months become file names.
 MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
@@ -82,8 +102,10 @@ class HistoryStore:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        #: Set by :meth:`migrate` when this process upgraded an older history ("1 -> 2").
+        #: Set by :meth:`migrate` when this process upgraded an older history ("1 -> 3").
         self.migrated: str | None = None
+        #: The history's format version (its shard file names depend on it): read lazily.
+        self._version: int | None = None
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -107,7 +129,23 @@ class HistoryStore:
         return Path(os.path.join(self.path, "series", sid[:2], sid))
 
     def shard_path(self, sid: str, month: str) -> Path:
-        return Path(os.path.join(self.path, "series", sid[:2], sid, f"{month}.jsonl"))
+        return Path(os.path.join(self.path, "series", sid[:2], sid, shard_file_name(sid, month, self.layout_version())))
+
+    def layout_version(self) -> int:
+        """The format version the files on disk follow: index.json's (the manifest), else
+        format.json's, else (a new history) this code's. Read once per store."""
+        if self._version is None:
+            version = HISTORY_VERSION
+            for path in (self.index_path, self.pending_index_path, self.format_path):
+                if not path.exists():
+                    continue
+                with contextlib.suppress(ResultFileError, OSError):
+                    found = _read_json(path).get("history_version")
+                    if isinstance(found, int) and not isinstance(found, bool):
+                        version = found
+                        break
+            self._version = version
+        return self._version
 
     def run_dir(self, month: str, run_id: str) -> Path:
         return self.path / "runs" / month / _safe_name(run_id)
@@ -145,6 +183,7 @@ class HistoryStore:
             return empty_index()
         data = _read_json(self.index_path)
         _check_version(self.index_path, data)
+        self._version = data["history_version"]
         if not isinstance(data.get("series"), dict) or not all(isinstance(e, dict) for e in data["series"].values()):
             raise ResultFileError(
                 f"{self.index_path}: no 'series' object; not a vkbench history index",
@@ -165,7 +204,8 @@ class HistoryStore:
         directory = self.series_dir(sid)
         if not directory.is_dir():
             return []
-        return sorted(p.stem for p in directory.glob("*.jsonl"))
+        names = (shard_file_month(p.name) for p in directory.glob("*.jsonl"))
+        return sorted(m for m in names if m is not None)
 
     def read_shard(self, sid: str, month: str) -> list[dict]:
         return read_jsonl(self.shard_path(sid, month))
@@ -178,7 +218,7 @@ class HistoryStore:
             try:
                 data = path.read_bytes()
             except FileNotFoundError:
-                raise ResultFileError(f"{path}: listed in index.json but missing", hint=REBUILD_HINT) from None
+                raise self._missing(sid, month) from None
         expected = (entry.get("shard_digests") or {}).get(month)
         if expected is not None:
             found = shard_digest(data)
@@ -206,13 +246,14 @@ class HistoryStore:
             digests = entry.get("shard_digests") or {}
             found = out[sid] = {}
             directory = os.path.join(self.path, "series", sid[:2], sid)
+            version = self.layout_version()
             for month in entry.get("shards") or []:
-                path = os.path.join(directory, f"{month}.jsonl")
+                path = os.path.join(directory, shard_file_name(sid, month, version))
                 try:
                     with open(path, "rb") as fh:
                         data = fh.read()
                 except FileNotFoundError:
-                    raise ResultFileError(f"{path}: listed in index.json but missing", hint=REBUILD_HINT) from None
+                    raise self._missing(sid, month) from None
                 digest = found[month] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
                 expected = digests.get(month)
                 if expected is not None and (digest["sha256"] != expected.get("sha256") or digest["bytes"] != expected.get("bytes")):
@@ -224,11 +265,10 @@ class HistoryStore:
         a listed one missing or an unlisted one is exit 7 naming it)."""
         listed = set(entry.get("shards") or [])
         on_disk = set(self.shard_months(sid))
-        missing, unlisted = sorted(listed - on_disk), sorted(on_disk - listed)
+        missing = sorted(listed - on_disk)
         if missing:
-            raise ResultFileError(f"{self.shard_path(sid, missing[0])}: listed in index.json but missing", hint=REBUILD_HINT)
-        if unlisted:
-            raise ResultFileError(f"{self.shard_path(sid, unlisted[0])}: a shard index.json does not list", hint=REBUILD_HINT)
+            raise self._missing(sid, missing[0])
+        self._check_unlisted(sid, listed)
 
     def check_series_files(self, sid: str, entry: dict, *, deep: bool = False) -> None:
         """Every shard the entry lists exists with the recorded size (and digest when ``deep``);
@@ -243,15 +283,24 @@ class HistoryStore:
             try:
                 size = path.stat().st_size
             except FileNotFoundError:
-                raise ResultFileError(f"{path}: listed in index.json but missing", hint=REBUILD_HINT) from None
+                raise self._missing(sid, month) from None
             if expected is not None and size != expected.get("bytes"):
                 raise ResultFileError(
                     f"{path}: {size} bytes where index.json records {expected.get('bytes')}: the shard was truncated or edited",
                     hint=REBUILD_HINT,
                 )
-        extra = sorted(set(self.shard_months(sid)) - listed)
+        self._check_unlisted(sid, listed)
+
+    def _check_unlisted(self, sid: str, listed: set[str]) -> None:
+        """No shard file in the series' folder but the listed months' (under this version's names)."""
+        directory = self.series_dir(sid)
+        if not directory.is_dir():
+            return
+        version = self.layout_version()
+        expected = {shard_file_name(sid, month, version) for month in listed}
+        extra = sorted(p.name for p in directory.glob("*.jsonl") if p.name not in expected and shard_file_month(p.name))
         if extra:
-            raise ResultFileError(f"{self.shard_path(sid, extra[0])}: a shard index.json does not list", hint=REBUILD_HINT)
+            raise ResultFileError(f"{directory / extra[0]}: a shard index.json does not list", hint=REBUILD_HINT)
 
     def verify(self, index: dict | None = None, *, deep: bool = False, names_only: bool = False) -> dict:
         """Check every series of the index against its files (size; or, when ``deep``, lines,
@@ -289,6 +338,19 @@ class HistoryStore:
             )
         points.sort(key=sort_key)
         return points
+
+    def _missing(self, sid: str, month: str) -> ResultFileError:
+        """A listed shard that is not there; when it is there under the other layout's name, a
+        layout migration was interrupted: say how to finish it."""
+        path = self.shard_path(sid, month)
+        other = [shard_file_name(sid, month, v) for v in (SID_NAMED_SHARDS - 1, SID_NAMED_SHARDS)]
+        if any(name != path.name and (path.parent / name).exists() for name in other):
+            return ResultFileError(
+                f"{path}: listed in index.json but missing, and the shard is there under the other format's name: "
+                "a format migration was interrupted",
+                hint="finish it: vkbench history migrate --history DIR",
+            )
+        return ResultFileError(f"{path}: listed in index.json but missing", hint=REBUILD_HINT)
 
     def _points_on_disk(self, sid: str) -> tuple[list[dict], dict[str, dict]]:
         """All points of a series from whatever shards exist (rebuild and migration only)."""
@@ -343,21 +405,47 @@ class HistoryStore:
         )
 
     def migrate(self, index: dict) -> dict:
-        """Writers only: upgrade a version-1 index (no shard digests) to the current version,
-        checking each series' point count on the way."""
+        """Writers only, under :meth:`lock`: upgrade an older history to the current version and
+        write it (index.json, format.json). Version 1 (no shard digests): each series' point
+        count checked, digests added. Before version 3: every shard checked against its digest,
+        then renamed to its series-named file (``<month>.<sid>.jsonl``, same bytes). Resumable:
+        a shard already under its new name (an interrupted migration) is checked there."""
         if index.get("history_version", HISTORY_VERSION) >= HISTORY_VERSION:
             return index
         old = index.get("history_version")
+        if old < 2:
+            for sid, entry in index["series"].items():
+                self.check_series_files(sid, entry)
+                points, digests = self._points_on_disk(sid)
+                if len(points) != entry.get("points"):
+                    raise ResultFileError(
+                        f"{self.series_dir(sid)}: {len(points)} points in the shards where index.json records {entry.get('points')}",
+                        hint=REBUILD_HINT,
+                    )
+                entry["shard_digests"] = digests
+        renames: list[tuple[Path, Path]] = []
         for sid, entry in index["series"].items():
-            self.check_series_files(sid, entry)
-            points, digests = self._points_on_disk(sid)
-            if len(points) != entry.get("points"):
-                raise ResultFileError(
-                    f"{self.series_dir(sid)}: {len(points)} points in the shards where index.json records {entry.get('points')}",
-                    hint=REBUILD_HINT,
-                )
-            entry["shard_digests"] = digests
+            directory = self.series_dir(sid)
+            for month in entry.get("shards") or []:
+                before = directory / shard_file_name(sid, month, SID_NAMED_SHARDS - 1)
+                after = directory / shard_file_name(sid, month, HISTORY_VERSION)
+                source = before if before.exists() else after
+                try:
+                    data = source.read_bytes()
+                except FileNotFoundError:
+                    raise ResultFileError(f"{before}: listed in index.json but missing", hint=REBUILD_HINT) from None
+                found = shard_digest(data)
+                expected = (entry.get("shard_digests") or {}).get(month)
+                if found != expected:
+                    raise _shard_mismatch(source, found, expected or {})
+                if source == before:
+                    renames.append((before, after))
+        for before, after in renames:           # all checked first: nothing renamed in a broken history
+            os.replace(before, after)
         index["history_version"] = HISTORY_VERSION
+        self._version = HISTORY_VERSION
+        self.write_index(index)
+        self.write_format(force=True)
         self.migrated = f"{old} -> {HISTORY_VERSION}"
         return index
 
@@ -389,6 +477,10 @@ class HistoryStore:
                     sid, dims = _key(result, command)
                     known.setdefault(sid, (dims, result.get("environment", {}).get("arch")))
             series = {}
+            # shards on disk keep their names: rebuilding does not migrate (the next ingest does)
+            # (the rebuilt index has digests: version 2 at least; shards named the old way stay version 2)
+            legacy_names = any(p.name.count(".") == 1 for p in (self.path / "series").glob("*/*/*.jsonl"))
+            self._version = SID_NAMED_SHARDS - 1 if legacy_names else HISTORY_VERSION
             for directory in sorted((self.path / "series").glob("*/*")):
                 sid = directory.name
                 if sid not in known:
@@ -403,7 +495,7 @@ class HistoryStore:
                     dims, arch = known[sid]
                     series[sid] = series_entry(dims, arch, points, {_month(p["timestamp"]) for p in points}, digests)
             index["series"] = series
-            index["history_version"] = HISTORY_VERSION
+            index["history_version"] = self._version
             runs = self.path / "runs"
             index["runs"] = sum(1 for m in runs.iterdir() if m.is_dir() for r in m.iterdir() if r.is_dir()) if runs.is_dir() else 0
             self.write_index(index)
@@ -422,12 +514,14 @@ class HistoryStore:
         self.pending_index_path.unlink(missing_ok=True)
 
     def write_format(self, *, force: bool = False) -> None:
-        """format.json: written when missing or older than this code (after a migration)."""
+        """format.json: written when missing or older than this code (after a migration): the
+        version the files follow (an old history that was only rebuilt keeps its own)."""
+        version = self.layout_version()
         if not force and self.format_path.exists():
             with contextlib.suppress(ResultFileError):
-                if _read_json(self.format_path).get("history_version") == HISTORY_VERSION:
+                if _read_json(self.format_path).get("history_version") == version:
                     return
-        write_json(self.format_path, {"history_version": HISTORY_VERSION})
+        write_json(self.format_path, {"history_version": version})
 
     def lock(self):
         """Exclusive lock for writers on this machine (see :func:`vkbench.files.directory_lock`)."""

@@ -24,6 +24,8 @@ def prepare_catalog_cell(cell, deployment: Deployment, tool, *, raw_dir: Path, t
                 *entry.preload]
         if deployment.spec.topology.is_cluster:
             argv.append("--cluster-mode")
+        if deployment.spec.tls:
+            argv += deployment.spec.tls.memtier_args()
         command = ToolCommand(argv, secret=password, fatal=MEMTIER_FATAL)
         command.env.update(getattr(tool, "env", {}) or {})
         run = run_tools([command], cpus=cell.cpu.client if cell.cpu else None, timeout=timeout)[0]

@@ -21,6 +21,7 @@ from ..errors import BenchmarkFailedError, ParseError, VkbenchError
 from ..matrix.model import Cell
 from ..topology.backend import Backend, Deployment, DeploymentSpec
 from ..topology.model import ServerSettings, Topology
+from ..topology.tls import make_tls_files, require_tls
 from . import preload as preloading
 from . import server_stats
 from ..results.aggregate import split_aggregate
@@ -98,10 +99,16 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
     # after it exists.
     work_root = make_workdir("vkbench-", ctx.work_dir)     # owner.json first: see runner/workdirs.py
     try:
+        # A TLS cell's throw-away CA and certificates live (and die) with the servers' configs.
+        tls = None
+        if cell.workload and cell.workload.tls:
+            require_tls(Path(tool.path), cell.tool)
+            tls = make_tls_files(work_root.resolve() / "tls")
         spec = DeploymentSpec(
             topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
             settings=ServerSettings(io_threads=cell.io_threads, extra_args=tuple(cell.extra_server_args)),
             password=password, run_dir=work_root.resolve(), server_cpus=cell.cpu.server if cell.cpu else None,
+            tls=tls,
         )
         raw_dir.mkdir(parents=True, exist_ok=True)
         if progress:
@@ -128,6 +135,11 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
                 _keep_server_logs(work_root, raw_dir)
         finally:
             shutil.rmtree(work_root, ignore_errors=True)
+
+
+def _tls_of(deployment: Deployment | None):
+    """The deployment's TLS certificates (None: a plain deployment, or none at all)."""
+    return getattr(getattr(deployment, "spec", None), "tls", None)
 
 
 def _keep_server_logs(work_root: Path, raw_dir: Path) -> None:
@@ -168,7 +180,7 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
         state.keys_before_reads = preloading.total_keys(deployment)
     if cell.warmup:
         commands = [build_command(cell, t, deployment.spec.password, str(tool.path), requests=cell.warmup,
-                                  tool_env=getattr(tool, "env", None))
+                                  tool_env=getattr(tool, "env", None), tls=deployment.spec.tls)
                     for t in targets(cell, deployment)]
         for c in commands:
             c.env.update(getattr(tool, "env", {}) or {})
@@ -187,7 +199,8 @@ def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunCont
         commands = []
         for n, target in enumerate(targets(cell, deployment)):
             json_out = str(json_dir / f"memtier-{n}.json") if cell.tool == "memtier_benchmark" else None
-            cmd = build_command(cell, target, password, str(tool.path), json_out=json_out, tool_env=getattr(tool, "env", None))
+            cmd = build_command(cell, target, password, str(tool.path), json_out=json_out,
+                                tool_env=getattr(tool, "env", None), tls=_tls_of(deployment))
             cmd.env.update(getattr(tool, "env", {}) or {})
             commands.append(cmd)
         state.command_line = commands[0].display()

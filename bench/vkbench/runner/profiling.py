@@ -24,7 +24,7 @@ def profile_repetition(cell: Cell, deployment: Deployment, tool, *, raw_dir: Pat
     commands = []
     for target in targets(cell, deployment):
         # No memtier JSON file here: its text output on stdout carries the rps as well.
-        cmd = build_command(cell, target, password, str(tool.path))
+        cmd = build_command(cell, target, password, str(tool.path), tls=deployment.spec.tls)
         cmd.env.update(getattr(tool, "env", {}) or {})
         commands.append(cmd)
 

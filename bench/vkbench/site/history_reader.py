@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +37,23 @@ def _load_json(path: Path) -> Any:
 class History:
     root: Path
     index: dict
+    #: One store for every read: it knows the history's format version (shard file names) once.
+    store: HistoryStore = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = HistoryStore(self.root)
 
     @property
     def series(self) -> dict[str, dict]:
         return self.index.get("series") or {}
 
     def shard_path(self, sid: str, month: str) -> Path:
-        return HistoryStore(self.root).shard_path(sid, month)
+        return self.store.shard_path(sid, month)
 
     def read_shard(self, sid: str, month: str) -> list[dict]:
         """The lines of one shard, checked against the index and parsed by the store."""
-        data = HistoryStore(self.root).verify_shard(sid, month, self.series[sid])
+        data = self.store.verify_shard(sid, month, self.series[sid])
         return parse_jsonl(data, self.shard_path(sid, month))
 
     def read_appended(self, sid: str, month: str, old_size: int, old_sha256: str) -> tuple[list[dict], bytes] | None:
@@ -55,7 +61,7 @@ class History:
         (and the whole shard's bytes), or None when the shard changed otherwise. The new lines
         get the store's checks (line numbers in errors count from the old end)."""
         path = self.shard_path(sid, month)
-        data = HistoryStore(self.root).verify_shard(sid, month, self.series[sid])  # the whole shard against the index
+        data = self.store.verify_shard(sid, month, self.series[sid])  # the whole shard against the index
         head = data[:old_size]
         if len(data) < old_size or (head and not head.endswith(b"\n")) or hashlib.sha256(head).hexdigest() != old_sha256:
             return None
@@ -66,7 +72,7 @@ class History:
         Lines are parsed and checked by the store's reader; a shard the index lists but the
         directory lacks is an error here (the site must not silently drop months)."""
         # The store checks each shard against the index (lines, bytes, sha256) and each line.
-        return HistoryStore(self.root).read_series(sid, self.series[sid])
+        return self.store.read_series(sid, self.series[sid])
 
     def fingerprint(self, fingerprint_id: str) -> dict | None:
         """The environment of a fingerprint; None when the file is absent (older histories)."""
@@ -79,14 +85,14 @@ class History:
     def detect(self) -> dict:
         """detect.json, its structure checked by the store (exit 7 naming the file and field), or
         an empty detection when `vkbench detect` has not run yet."""
-        data = HistoryStore(self.root).read_detect()
+        data = self.store.read_detect()
         if data is None:
             return {"change_points": [], "incidents": [], "segments": {}, "noise": {}}
         return data
 
     def shard_hashes(self) -> dict[str, dict[str, dict]]:
         """Size and sha256 of every shard, each checked against index.json (exit 7 naming the file)."""
-        return HistoryStore(self.root).hash_shards(self.index)
+        return self.store.hash_shards(self.index)
 
 
 def open_history(root: Path) -> History:
@@ -108,4 +114,4 @@ def open_history(root: Path) -> History:
     # index when the build hashes them (History.shard_hashes), before anything is written.
     store.verify(index, names_only=True)
     # The TOTALS series an older ingest added are memtier's aggregate, not a command: not shown.
-    return History(root=root, index={**index, "series": command_series(index["series"])})
+    return History(root=root, index={**index, "series": command_series(index["series"])}, store=store)

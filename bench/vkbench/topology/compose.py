@@ -265,6 +265,11 @@ class ComposeBackend(Backend):
         from ..servers.source_build import sigterm_raises
         from .native import _signals_deferred   # shared signal handling
 
+        if spec.tls is not None:
+            from ..errors import UsageError
+
+            raise UsageError("TLS cells run on the native backend only for now (the compose stacks do not mount "
+                             "the cell's certificates)", hint="run the TLS cell with --backend native")
         docker = Docker()
         if not self._engine_checked:
             docker.check_engine()

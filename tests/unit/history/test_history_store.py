@@ -43,15 +43,15 @@ def test_ingest_layout_and_index(tmp_path):
     report = ingest(store, [tmp_path / "res"])
     assert (report.files, report.added, report.skipped, report.new_series) == (3, 3, 0, 1)
 
-    assert json.loads((tmp_path / "h" / "format.json").read_text()) == {"history_version": 2}
+    assert json.loads((tmp_path / "h" / "format.json").read_text()) == {"history_version": 3}
     index = store.index()
-    assert index["history_version"] == 2 and index["runs"] == 3
+    assert index["history_version"] == 3 and index["runs"] == 3
     (sid,) = index["series"]
     entry = index["series"][sid]
     assert entry["points"] == 3 and entry["shards"] == ["2026-10"] and entry["arch"] == "x86_64"
     assert entry["first"] == "2026-10-01T02:00:00Z" and entry["last"] == "2026-10-03T02:00:00Z"
     assert entry["last_point"]["rps"] == 405_000 and entry["last_point"]["run_id"] == "run-0002"
-    assert (tmp_path / "h" / "series" / sid[:2] / sid / "2026-10.jsonl").exists()
+    assert (tmp_path / "h" / "series" / sid[:2] / sid / f"2026-10.{sid}.jsonl").exists()
     # verbatim copy + raw outputs + fingerprint once
     copy = tmp_path / "h" / "runs" / "2026-10" / "run-0000" / "valkey-unstable_standalone_io2_vb_P16_c50_d3.json"
     assert copy.read_bytes() == paths[0].read_bytes()
@@ -150,8 +150,8 @@ def test_corrupt_index_is_an_error_not_an_empty_history(tmp_path):
 def test_newer_history_version_is_refused(tmp_path):
     store = HistoryStore(tmp_path / "h")
     ingest(store, nightly_series(tmp_path / "res", [1.0e5]))
-    (tmp_path / "h" / "format.json").write_text('{"history_version": 3}')
-    with pytest.raises(ResultFileError, match="history_version 3 is newer"):
+    (tmp_path / "h" / "format.json").write_text('{"history_version": 99}')
+    with pytest.raises(ResultFileError, match="history_version 99 is newer"):
         store.index()
 
 
@@ -161,9 +161,9 @@ def test_corrupt_series_line_names_the_shard(tmp_path):
     (sid,) = store.series_ids()
     shard = store.shard_path(sid, "2026-10")
     shard.write_text(shard.read_text() + '{"run_id": "x", "timest\n')
-    with pytest.raises(ResultFileError, match=r"2026-10\.jsonl:2: corrupt series line"):
+    with pytest.raises(ResultFileError, match=r"2026-10\.[0-9a-f]{16}\.jsonl:2: corrupt series line"):
         read_jsonl(shard)
-    with pytest.raises(ResultFileError, match=r"2026-10\.jsonl: .* where index.json records"):
+    with pytest.raises(ResultFileError, match=r"2026-10\.[0-9a-f]{16}\.jsonl: .* where index.json records"):
         store.read_series(sid)
 
 

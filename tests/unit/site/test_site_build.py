@@ -171,7 +171,7 @@ def test_newer_history_version_is_refused(small_history, tmp_path):
     root, _ = small_history
     copy = tmp_path / "h"
     shutil.copytree(root, copy)
-    (copy / "format.json").write_text('{"history_version": 3}')
+    (copy / "format.json").write_text('{"history_version": 99}')
     with pytest.raises(ResultFileError) as err:
         build_site(copy, tmp_path / "out")
     assert "newer" in err.value.message and "upgrade" in err.value.hint
