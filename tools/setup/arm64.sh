@@ -97,6 +97,10 @@ import sys, tomllib
 print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
 EOF
 )
+# pip evaluates environment markers against the interpreter running it (the host's, e.g. 3.11.7),
+# not --python-version: valkey-py's `async-timeout; python_full_version < "3.11.3"` holds on
+# bookworm's 3.11.2 but not on the host, so it is asked for by name.
+requirements+=("async-timeout>=4.0.3")
 platforms=()
 for tag in manylinux2014_aarch64 manylinux_2_17_aarch64 manylinux_2_24_aarch64 manylinux_2_27_aarch64 \
            manylinux_2_28_aarch64 manylinux_2_31_aarch64 manylinux_2_34_aarch64 manylinux_2_35_aarch64 \
