@@ -5,7 +5,8 @@
 #   tools/setup.sh            what `vkbench demo` needs: the venv, server and tool binaries
 #   tools/setup.sh --test     also what the tests need: test extras, site-src/node_modules (npm),
 #                             memtier_benchmark (source build), Chromium, build tools + ccache,
-#                             podman + compose, actionlint, lint tools, PostgreSQL server
+#                             podman + compose, actionlint, lint tools, PostgreSQL server, the arm64
+#                             test image (qemu-user-static, gcc-aarch64-linux-gnu)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -60,6 +61,8 @@ if [[ $with_tests == 1 ]]; then
   step "runner provisioning test: bookworm image (debootstrap) and containers.podman"
   tools/setup/runner-image.sh
   tools/setup/ansible-collections.sh
+  step "arm64 tests: qemu-user-static, the aarch64 cross compiler and an arm64 bookworm image (no emulation)"
+  tools/setup/arm64.sh
   step "actionlint (Go module proxy)"
   tools/setup/actionlint.sh
   step "PostgreSQL server for the export test (Debian's postgresql; clusters are the test's own)"

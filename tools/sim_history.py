@@ -11,7 +11,9 @@ repository, packs it with ``git gc`` and prints one row:
 
     night, points, files and bytes in the branch trees (site / everything else), largest file,
     pack size and bytes per point, the last publish's wall time and CPU time (user + system of
-    vkbench and its git children: the figure to compare on a loaded machine).
+    vkbench and its git children: the figure to compare on a loaded machine). At the end, the
+    data branch's pack by kind (series shards, result copies, raw outputs, index and detect,
+    site, trees and commits) in bytes per point.
 
 Usage:
     .venv/bin/python tools/sim_history.py --series 16 --nights 60
@@ -152,6 +154,38 @@ def pack_bytes(bare: Path, refs: list[str] | None = None) -> int:
         return (int(sizes["size-pack"]) + int(sizes["size"])) * 1024
 
 
+def pack_breakdown(bare: Path, branch: str) -> dict[str, int]:
+    """Packed bytes (as stored after ``git gc``: deltas and zlib) of everything ``branch`` ever
+    held, by kind: series shards, result copies, raw outputs, the rest of history/ (index.json,
+    detect.json, ...), the site, and git's trees and commits. Where a data pack's bytes go."""
+    with tempfile.TemporaryDirectory(prefix="vkbench-sim-gc-") as tmp:
+        copy = Path(tmp) / "copy.git"
+        git("init", "-q", "--bare", str(copy))
+        git("fetch", "-q", str(bare), f"refs/heads/{branch}:refs/heads/{branch}", cwd=copy)
+        git("gc", "-q", cwd=copy)
+        listed = [line.split(" ", 1) for line in git("rev-list", "--objects", branch, cwd=copy).splitlines()]
+        sizes = subprocess.run(["git", "cat-file", "--batch-check=%(objecttype) %(objectsize:disk)"], cwd=copy, check=True,
+                               input="\n".join(o[0] for o in listed) + "\n", capture_output=True, text=True).stdout.splitlines()
+        out: dict[str, int] = {}
+        for entry, line in zip(listed, sizes):
+            kind, size = line.split()
+            path = entry[1] if len(entry) > 1 else ""
+            if kind != "blob":
+                key = "trees+commits"
+            elif "/series/" in f"/{path}":
+                key = "series"
+            elif ".raw/" in path:
+                key = "raw"
+            elif "/runs/" in f"/{path}":
+                key = "result copies"
+            elif path.startswith("history/"):
+                key = "index+detect+other"
+            else:
+                key = "site"
+            out[key] = out.get(key, 0) + int(size)
+        return out
+
+
 def points_in(bare: Path, branch: str, history_subdir: str) -> int:
     try:
         index = json.loads(git("show", f"{branch}:{history_subdir}/index.json", cwd=bare))
@@ -160,13 +194,18 @@ def points_in(bare: Path, branch: str, history_subdir: str) -> int:
     return sum(entry.get("points", 0) for entry in index["series"].values())
 
 
-def seed_bulk_history(work: Path, bare: Path, cells: int, nights: int, branch: str, seed: int):
+def seed_bulk_history(work: Path, bare: Path, cells: int, nights: int, branch: str, seed: int, later_nights: int = 0):
     """Write ``nights`` nights of ``cells * 2`` series straight into a history, commit it on
-    ``branch`` of ``bare``; returns the writer of later nights' results (same series)."""
+    ``branch`` of ``bare``; returns the writer of later nights' results (same series). The past
+    ends so that the last of ``later_nights`` is yesterday (results may not be from the future)."""
     sys.path.insert(0, str(ROOT / "tools"))
+    import bench_history_scale
     import numpy as np
     from bench_history_scale import bulk_history
     from bench_history_scale import make_result as scale_result
+
+    today = datetime.now(timezone.utc).replace(hour=2, minute=0, second=0, microsecond=0)
+    bench_history_scale.START = today - timedelta(days=nights + later_nights)
 
     from vkbench.history.store import HistoryStore
 
@@ -228,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         print(header)
     writer = None
     if args.bulk_nights:
-        writer = seed_bulk_history(work, bare, cells, args.bulk_nights, args.branch, args.seed)
+        writer = seed_bulk_history(work, bare, cells, args.bulk_nights, args.branch, args.seed, args.nights)
     try:
         for night in range(args.nights):
             results = work / "night"
@@ -271,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{row['night']:>5} {points:>7} {row['files']:>7} {row['tree_bytes'] / 1e6:>8.2f} {row['site_bytes'] / 1e6:>8.2f} "
                       f"{largest:>30} {pack / 1e6:>8.2f} {row['pack_bytes_per_point']:>8} {row['pages_tree_bytes'] / 1e6:>8.2f} "
                       f"{row.get('data_pack_bytes_per_point', '-'):>9} {elapsed:>9.2f} {cpu:>6.2f}", flush=True)
+        points = points_in(bare, args.branch, "history")
+        breakdown = pack_breakdown(bare, args.branch)
+        shares = ", ".join(f"{k} {v / max(points, 1):.0f} B/pt" for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1]))
+        print(json.dumps({"data_pack_by_kind": breakdown, "points": points}) if args.json else f"# {args.branch} pack by kind: {shares}")
     except subprocess.CalledProcessError as err:
         print(f"publish failed on night {night + 1}: {err.stderr or err.stdout}", file=sys.stderr)
         return 1

@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats as st
 
 from . import markdown as md
+from .ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE, CountRow, MemoryRow, counts_markdown, refuse_uncountable, run_pairs
 from .errors import UsageError
 from .evidence import TARGET_MDE, adequate, inconclusive, is_inconclusive
 from .history.series import describe, sid_of
@@ -89,10 +90,20 @@ class Row:
     verdict: str                  # "faster" | "slower" | "no significant change" | "inconclusive: ..."
     #: Paired rounds these samples' noise needs for an MDE at the target (None: fewer than 2 rounds).
     rounds_for_target: int | None = None
+    metric: str = "rps"
 
     @property
     def adequate(self) -> bool:
         return not is_inconclusive(self.verdict)
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict == "slower"
+
+    @property
+    def badness(self) -> float:
+        """Bigger is worse: slower."""
+        return -self.change
 
 
 @dataclass
@@ -106,27 +117,44 @@ class ABReport:
     wall_s: float
     out_dir: str
     warnings: list[str] = field(default_factory=list)
+    #: wallclock (rows), instructions (counts and memory) or both.
+    instrument: str = "wallclock"
+    counts: list[CountRow] = field(default_factory=list)
+    memory: list[MemoryRow] = field(default_factory=list)
+    pairs: int = 0
+    counts_target_mde: float | None = None
+    counts_method: dict = field(default_factory=dict)
+    counts_wall_s: float | None = None
 
     @property
     def mde(self) -> float | None:
+        """The largest wall-clock MDE reached (None without wall-clock rows)."""
         values = [r.mde for r in self.rows if r.mde is not None]
         return max(values) if values else None
 
     @property
-    def worst(self) -> Row | None:
-        return min(self.rows, key=lambda r: r.change) if self.rows else None
+    def compared(self) -> list:
+        """The rows a bisect follows: instruction counts when measured (far less noise), else rps."""
+        return list(self.counts) if self.counts else list(self.rows)
+
+    @property
+    def worst(self) -> Row | CountRow | None:
+        rows = self.compared
+        return max(rows, key=lambda r: r.badness) if rows else None
 
     @property
     def adequate(self) -> bool:
         """Every row's MDE reached the target: its verdicts stand."""
-        return bool(self.rows) and all(r.adequate for r in self.rows)
+        rows = [*self.rows, *self.counts]
+        return bool(rows) and all(r.adequate for r in rows)
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["mde"] = self.mde
         data["adequate"] = self.adequate
-        for row, stored in zip(self.rows, data["rows"]):
-            stored["adequate"] = row.adequate
+        for rows, key in ((self.rows, "rows"), (self.counts, "counts")):
+            for row, stored in zip(rows, data[key]):
+                stored["adequate"] = row.adequate
         return data
 
     def markdown(self) -> str:
@@ -137,15 +165,27 @@ class ABReport:
             f"### A/B: {md.code(cand.short)} ({md.text(cand.ref)}) vs {md.code(base.short)} ({md.text(base.ref)})",
             "",
             f"{md.text(self.url)}: base {commit_markdown(self.url, base.commit)} vs candidate "
-            f"{commit_markdown(self.url, cand.commit)}; "
-            f"{self.rounds} interleaved rounds (ABAB) on one machine; MDE reached "
-            f"{_pct(self.mde)} (target {_pct(self.target_mde)}).",
+            f"{commit_markdown(self.url, cand.commit)}; " + (
+                f"{self.rounds} interleaved rounds (ABAB) on one machine; MDE reached "
+                f"{_pct(self.mde)} (target {_pct(self.target_mde)})." if self.rows else
+                f"instruction counts under callgrind, {self.pairs} seed pairs."),
             "",
             ("**Evidence adequate:** every row reached the target MDE; its verdict stands." if self.adequate else
              "**Inconclusive where marked:** those rows did not reach the target MDE, so their change is no "
              "verdict; more rounds, a quieter runner or instruction counts would reach it."),
             "",
         ]
+        if self.counts or self.memory:
+            lines += counts_markdown(self.counts, self.memory, pairs=self.pairs, target=self.counts_target_mde)
+            lines.append("")
+            if not self.rows:
+                lines += ["Wall-clock numbers (rps, latency) are not measured here: they need a quiet runner "
+                          "(`vkbench ab --instrument wallclock` on a self-hosted machine). Counts do not see cache "
+                          "misses, contention or syscalls' kernel time.", ""]
+        if not self.rows:
+            for warning in self.warnings:
+                lines.append(f"\n> warning: {md.text(warning)}")
+            return "\n".join(lines) + "\n"
         cells = []
         for r in self.rows:
             interval = f"{_pct(r.ci_low)} .. {_pct(r.ci_high)}" if r.ci_low is not None else "n/a"
@@ -241,6 +281,15 @@ class ABOptions:
     #: A branch of ``url`` both commits must be on (ancestors of its tip), checked before anything
     #: is built: the trusted path of ab.yml runs without a reviewer only for merged code.
     require_branch: str | None = None
+    #: wallclock (interleaved rounds, rps), instructions (seed pairs under callgrind) or both.
+    instrument: str = "wallclock"
+    pairs: int = DEFAULT_PAIRS
+    counts_target_mde: float | None = INSTRUCTIONS_TARGET_MDE
+    #: Cells from the catalog's specs a change touches (docs/catalogs.md): ``BASE..HEAD`` of ``url``
+    #: (what a pull request changes), or the changed files themselves.
+    specs_from_changes: str | None = None
+    changed_files: list[str] | None = None
+    spec_duration: int = 10           # seconds per spec per side and round (the specs say 180)
 
 
 Samples = dict[tuple[str, str], dict[int, float]]    # (cell label, command) -> round -> rps
@@ -300,6 +349,47 @@ def template_cells(options: ABOptions) -> list[Cell]:
     if options.requests is not None:
         cells = [c.model_copy(update={"requests": options.requests}) for c in cells]
     return cells
+
+
+def _from_changes(options: ABOptions) -> bool:
+    return options.specs_from_changes is not None or options.changed_files is not None
+
+
+def changed_files(url: str, options: ABOptions) -> list[str]:
+    if options.changed_files is not None:
+        return list(options.changed_files)
+    base, sep, head = (options.specs_from_changes or "").partition("..")
+    head = head[1:] if head.startswith(".") else head        # BASE...HEAD means the same here
+    if not sep or not base or not head:
+        raise UsageError(f"--specs-from-changes {options.specs_from_changes!r}: not BASE..HEAD",
+                         hint="e.g. --specs-from-changes unstable..4fd5645d80ae (what a pull request changes)")
+    mirror = Mirror.for_url(url)
+    return mirror.changed_files(mirror.resolve(base), mirror.resolve(head))
+
+
+def spec_cells_for_changes(url: str, options: ABOptions, progress: Progress | None = None) -> list[Cell]:
+    """The catalog's specs the changed files touch (catalogs.plan.plan_for_changes), each shortened
+    to ``spec_duration``; which it chose and why is printed and written to ``specs.json``."""
+    from .catalogs.plan import plan_for_changes
+
+    if options.cells:
+        raise UsageError("--cell and specs from changes are two ways to choose cells", hint="give one of them")
+    changed = changed_files(url, options)
+    overrides: dict = {"duration": options.spec_duration}
+    if options.requests is not None:
+        overrides["requests"] = options.requests
+    plan, selection, choices = plan_for_changes(changed, overrides)
+    lines = [f"specs from {len(changed)} changed file(s):", *(f"  {r}" for r in selection.reasons),
+             *(f"  runs {c.name}: {c.why}" for c in choices)]
+    if progress:
+        progress("\n".join(lines))
+    write_json(options.out_dir / "specs.json", {
+        "changed_files": changed[:1000], "groups": selection.groups, "core": selection.core,
+        "reasons": selection.reasons, "chosen": [asdict(c) for c in choices],
+        "refused": [r.to_json() for r in plan.refusals]}, indent=2)
+    if not plan.cells:
+        raise UsageError("the changed files select no spec that runs here", hint="; ".join(selection.reasons)[:500])
+    return plan.cells
 
 
 def _for_side(template: Cell, commit: str) -> Cell:
@@ -410,11 +500,44 @@ def next_batch(base: Samples, candidate: Samples, target: float, done: int, max_
     return max(1, min(wanted, max_rounds) - done)
 
 
+def _run_wallclock(templates: list[Cell], base: Side, candidate: Side, options: ABOptions,
+                   progress: Progress | None) -> tuple[Samples, Samples, int]:
+    """The interleaved wall-clock rounds: the pilot, then batches while a row's MDE is above the target."""
+    cells = [c for t in templates for c in (_for_side(t, base.commit), _for_side(t, candidate.commit))]
+    results = _run_rounds(cells, options.min_rounds, options.out_dir / "pilot", options, progress)
+    labels = cell_labels(results)
+    b, c = _samples(results, base.commit, labels), _samples(results, candidate.commit, labels)
+    done = options.min_rounds
+    for batch in range(1, MAX_BATCHES + 1):
+        extra = next_batch(b, c, options.target_mde, done, options.max_rounds)
+        if extra <= 0:
+            break
+        more = _run_rounds(cells, extra, options.out_dir / ("more" if batch == 1 else f"more-{batch}"), options, progress)
+        results += more
+        labels = cell_labels(results)
+        for side, samples in ((base.commit, b), (candidate.commit, c)):
+            for key, rounds in _samples(more, side, labels, first_round=done).items():
+                samples.setdefault(key, {}).update(rounds)
+        done += extra
+    return b, c, done
+
+
 def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
     url = options.url or source_build.repo_url()
     began = time.monotonic()
-    if options.min_rounds < 2 or options.max_rounds < options.min_rounds:
+    if options.instrument not in ("wallclock", "instructions", "both"):
+        raise UsageError(f"--instrument {options.instrument!r}", hint="wallclock, instructions or both")
+    wallclock = options.instrument in ("wallclock", "both")
+    counted = options.instrument in ("instructions", "both")
+    if wallclock and (options.min_rounds < 2 or options.max_rounds < options.min_rounds):
         raise UsageError("need 2 <= --min-rounds <= --max-rounds", hint="e.g. --min-rounds 4 --max-rounds 20")
+    if counted and not _from_changes(options):
+        # Before anything is built: io-threads > 1 and the other cells counts cannot measure.
+        refuse_uncountable(template_cells(options))
+    b: Samples = {}
+    c: Samples = {}
+    done = 0
+    counts = None
     with repository(url):
         base_commit, candidate_commit = resolve_sides(url, options)
         if base_commit == candidate_commit:
@@ -422,27 +545,21 @@ def run_ab(options: ABOptions, progress: Progress | None = None) -> ABReport:
                              hint="an A/B needs two different commits")
         base = prepare(url, base_commit, options.base, "base", progress)
         candidate = prepare(url, candidate_commit, options.candidate, "candidate", progress)
-        templates = template_cells(options)
-        cells = [c for t in templates for c in (_for_side(t, base.commit), _for_side(t, candidate.commit))]
-        results = _run_rounds(cells, options.min_rounds, options.out_dir / "pilot", options, progress)
-        labels = cell_labels(results)
-        b, c = _samples(results, base.commit, labels), _samples(results, candidate.commit, labels)
-        done = options.min_rounds
-        for batch in range(1, MAX_BATCHES + 1):
-            extra = next_batch(b, c, options.target_mde, done, options.max_rounds)
-            if extra <= 0:
-                break
-            more = _run_rounds(cells, extra, options.out_dir / ("more" if batch == 1 else f"more-{batch}"), options, progress)
-            results += more
-            labels = cell_labels(results)
-            for side, samples in ((base.commit, b), (candidate.commit, c)):
-                for key, rounds in _samples(more, side, labels, first_round=done).items():
-                    samples.setdefault(key, {}).update(rounds)
-            done += extra
-    rows = rows_of(b, c, options.target_mde)
+        templates = spec_cells_for_changes(url, options, progress) if _from_changes(options) else template_cells(options)
+        if counted:
+            counts = run_pairs(templates, base.commit, candidate.commit, pairs=options.pairs,
+                               target=options.counts_target_mde, progress=progress)
+        if wallclock:
+            b, c, done = _run_wallclock(templates, base, candidate, options, progress)
+    rows = rows_of(b, c, options.target_mde) if wallclock else []
     warnings = [f"build configurations differ: {d}" for d in source_build.config_differences(base.build, candidate.build)]
     report = ABReport(redact(url), base, candidate, rows, done,
-                      options.target_mde, round(time.monotonic() - began, 1), str(options.out_dir), warnings)
+                      options.target_mde if wallclock else None, round(time.monotonic() - began, 1), str(options.out_dir),
+                      warnings, instrument=options.instrument)
+    if counts is not None:
+        report.counts, report.memory, report.pairs = counts.counts, counts.memory, counts.pairs
+        report.counts_target_mde, report.counts_method, report.counts_wall_s = (options.counts_target_mde, counts.method,
+                                                                                counts.wall_s)
     write_json(options.out_dir / "ab.json", report.to_json(), indent=2)
     write_bytes_atomic(options.out_dir / "ab.md", report.markdown().encode("utf-8"))
     return report

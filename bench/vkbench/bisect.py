@@ -1,9 +1,11 @@
 """Find the commit that caused a regression between a good and a bad commit.
 
-1. A/B good vs bad: the regression must reproduce here (a "slower" verdict, which the A/B gives
-   only when its MDE reached the target: an inconclusive A/B names no culprit and says what would
-   reach the target); the cell and command with the largest slowdown become the measure for every
-   later step.
+1. A/B good vs bad: the regression must reproduce here (a "slower" verdict, or "more
+   instructions" with ``instrument`` instructions/both, which the A/B gives only when its MDE
+   reached the target: an inconclusive A/B names no culprit and says what would reach the
+   target); the cell and command with the largest slowdown (or instruction increase) become the
+   measure for every later step. With counts, each step is an instruction A/B of seed pairs: a
+   few minutes, and no quiet machine needed.
 2. Binary search on the first-parent line good..bad: build the midpoint, A/B it against good; a
    midpoint counts as bad when its change is closer to the bad end's change than to zero (past
    half the effect), else good.
@@ -23,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .ab import ABOptions, ABReport, Row, commit_markdown, require_on_branch, run_ab
+from .ab_counts import CountRow
 from . import markdown as md
 from .errors import UsageError
 from .evidence import is_inconclusive
@@ -67,6 +70,10 @@ class BisectReport:
     suspects: dict | None = None          # {"first", "last", "count"} of the commits left
     #: The first A/B's "inconclusive: MDE X% > target Y%; ..." when its evidence could not decide.
     inconclusive: str | None = None
+    #: What the steps compare: "rps" (wall clock) or "instructions_per_op" (counts, more is worse).
+    metric: str = "rps"
+    #: The culprit's functions whose self instructions per operation changed most (counts only).
+    functions: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -74,6 +81,8 @@ class BisectReport:
     def markdown(self) -> str:
         """Posted as a comment and appended to the job summary: commit subjects, the URL and the
         measure come from the repository and the caller, so every one is escaped."""
+        digits = 3 if self.metric != "rps" else 1
+        unit = " instructions per operation" if self.metric != "rps" else ""
         lines = [f"### Bisect {md.code(self.good[:10])}..{md.code(self.bad[:10])} ({self.range_size} commits)", "",
                  f"Repository: {md.text(self.url)}", ""]
         if not self.reproduced and self.inconclusive:
@@ -86,30 +95,38 @@ class BisectReport:
                          f"{commit_markdown(self.url, self.suspects['last'])}: no culprit named.")
         elif self.culprit:
             low, high = self.effect_ci
-            interval = f" (95% interval {low * 100:+.1f}% .. {high * 100:+.1f}%)" if low is not None and high is not None else ""
+            interval = (f" (95% interval {low * 100:+.{digits}f}% .. {high * 100:+.{digits}f}%)"
+                        if low is not None and high is not None else "")
             lines.append(f"**Culprit:** {commit_markdown(self.url, self.culprit)} {md.text(self.culprit_subject)}: "
-                         f"{(self.effect or 0) * 100:+.1f}% on {md.text(self.measure)}{interval}.")
+                         f"{(self.effect or 0) * 100:+.{digits}f}%{unit} on {md.text(self.measure)}{interval}.")
+            if self.functions:
+                lines.append("Functions whose self instructions per operation changed most: " + ", ".join(
+                    f"{md.code(f['function'])} {f['delta']:+,.1f}" for f in self.functions[:5]) + ".")
         lines += ["", f"{len(self.steps)} A/B steps in {self.wall_s:.0f} s, each against the good end:", ""]
         cells = []
         for i, s in enumerate(self.steps):
-            interval = (f"{s.ci_low * 100:+.1f}% .. {s.ci_high * 100:+.1f}%" if s.ci_low is not None and s.ci_high is not None
-                        else "n/a")
-            mde = f"{s.mde * 100:.1f}%" if s.mde is not None else "n/a"
-            cells.append([str(i), f"{commit_markdown(self.url, s.commit)} {md.text(s.subject[:60])}", f"{s.change * 100:+.1f}%",
+            interval = (f"{s.ci_low * 100:+.{digits}f}% .. {s.ci_high * 100:+.{digits}f}%"
+                        if s.ci_low is not None and s.ci_high is not None else "n/a")
+            mde = f"{s.mde * 100:.{digits}f}%" if s.mde is not None else "n/a"
+            cells.append([str(i), f"{commit_markdown(self.url, s.commit)} {md.text(s.subject[:60])}",
+                          f"{s.change * 100:+.{digits}f}%",
                           interval, mde, str(s.rounds), md.text(s.judged)])
         lines += md.table(["step", "commit", "change", "95% interval", "MDE", "rounds", "judged"], "rlrlrrl", cells)
         return "\n".join(lines) + "\n"
 
 
-def _row(report: ABReport, measure: tuple[str, str] | None) -> Row:
+def _row(report: ABReport, measure: tuple[str, str] | None) -> Row | CountRow:
+    """The row a step is judged by: the first A/B's worst (more instructions, or slower), then
+    the same cell and command in every later step."""
     if measure is None:
         worst = report.worst
         if worst is None:
             raise UsageError("the A/B produced no rows", hint="check the cells")
         return worst
-    row = next((r for r in report.rows if (r.cell, r.command) == measure), None)
+    rows = report.compared
+    row = next((r for r in rows if (r.cell, r.command) == measure), None)
     if row is None:
-        measured = ", ".join(f"{cell} / {command}" for cell, command in ((r.cell, r.command) for r in report.rows)) or "none"
+        measured = ", ".join(f"{cell} / {command}" for cell, command in ((r.cell, r.command) for r in rows)) or "none"
         raise UsageError(f"the A/B in {report.out_dir} has no row for {measure[0]} / {measure[1]}, the measure of this bisect",
                          hint=f"every step must run the cells of the first A/B; it measured: {measured}")
     return row
@@ -147,12 +164,13 @@ def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_di
     first, wall = ab(bad_sha, 0)
     worst = _row(first, None)
     measure = (worst.cell, worst.command)
-    reproduced = worst.verdict == "slower"
+    reproduced = worst.regressed
     undecided = worst.verdict if is_inconclusive(worst.verdict) else None
     steps = [Step(bad_sha, mirror.subject(bad_sha), worst.change, worst.ci_low, worst.ci_high, worst.mde, worst.rounds,
                   "reproduced" if reproduced else "inconclusive" if undecided else "not reproduced", wall)]
     report = BisectReport(redact(url), good_sha, bad_sha, f"{measure[0]} / {measure[1]}", len(commits), None, None,
-                          None, (None, None), steps, reproduced=reproduced, inconclusive=undecided)
+                          None, (None, None), steps, reproduced=reproduced, inconclusive=undecided,
+                          metric=getattr(worst, "metric", "rps"))
     if reproduced:
         bad_change = worst.change
         low, high = -1, len(commits) - 1          # commits[low] is good (-1: the good end), commits[high] bad
@@ -179,6 +197,7 @@ def run_bisect(url: str | None, good: str, bad: str, template: ABOptions, out_di
             culprit = measured[high]
             report.culprit, report.culprit_subject = commits[high], mirror.subject(commits[high])
             report.effect, report.effect_ci = culprit.change, (culprit.ci_low, culprit.ci_high)
+            report.functions = list(getattr(culprit, "functions", []) or [])
     report.wall_s = round(time.monotonic() - began, 1)
     write_json(out_dir / "bisect.json", report.to_json(), indent=2)
     write_bytes_atomic(out_dir / "bisect.md", report.markdown().encode("utf-8"))

@@ -93,6 +93,46 @@ def _throttled() -> tuple[str | None, str]:
     return None, f"no vcgencmd on PATH and no {FIRMWARE_THROTTLED} (not a Raspberry Pi, or its firmware driver is not loaded)"
 
 
+#: Where Raspberry Pi OS keeps the firmware's settings (bookworm: /boot/firmware; before: /boot).
+PI_CONFIG_FILES = ("/boot/firmware/config.txt", "/boot/config.txt")
+#: config.txt sections that apply to a CM4 (a Pi 4 class board); others are filters for other boards.
+_CM4_SECTIONS = {"", "all", "pi4", "cm4"}
+
+
+def config_txt_arm_freq(text: str) -> str | None:
+    """The last ``arm_freq=`` that applies to a CM4 in a config.txt (comments and other boards'
+    sections skipped; ``arm_freq_min`` is another setting), else None."""
+    section, found = "", None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip().lower()
+            continue
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == "arm_freq" and section in _CM4_SECTIONS and value.strip():
+            found = value.strip()
+    return found
+
+
+def configured_arm_freq(files: tuple[str, ...] | None = None) -> tuple[str | None, str]:
+    """The configured ``arm_freq`` (MHz) and where it came from, or None and why it is absent:
+    ``vcgencmd get_config arm_freq`` (what the firmware applied), else config.txt."""
+    files = PI_CONFIG_FILES if files is None else files
+    value = _vcgencmd("get_config", "arm_freq")
+    if value is not None:
+        return value, "vcgencmd get_config arm_freq"
+    for name in files:
+        text = _read(name)
+        if text is None:
+            continue
+        found = config_txt_arm_freq(text)
+        if found is not None:
+            return found, name
+        return None, f"no vcgencmd on PATH and {name} sets no arm_freq (the firmware's default clock)"
+    return None, ("no vcgencmd on PATH and no " + " or ".join(files)
+                  + " (the configured arm_freq is a Raspberry Pi firmware setting)")
+
+
 def board_state() -> tuple[dict, list[dict]]:
     """The Pi facts that change a measurement, read now (before and after each cell): throttling,
     the configured ``arm_freq`` (overclocking), the governor and the current clock. Returns
@@ -104,9 +144,9 @@ def board_state() -> tuple[dict, list[dict]]:
         absent.append({"fact": "throttled", "reason": origin})
     else:
         facts["throttled"] = throttled
-    arm_freq = _vcgencmd("get_config", "arm_freq")
+    arm_freq, arm_freq_origin = configured_arm_freq()
     if arm_freq is None:
-        absent.append({"fact": "arm_freq", "reason": "no vcgencmd on PATH (the configured arm_freq is a Raspberry Pi firmware setting)"})
+        absent.append({"fact": "arm_freq", "reason": arm_freq_origin})
     else:
         facts["arm_freq_mhz"] = int(arm_freq) if arm_freq.isdigit() else arm_freq
     governor = _read(f"{CPUFREQ}/scaling_governor")

@@ -95,6 +95,64 @@ class ExportError(VkbenchError):
     exit_code = 12
 
 
+class ConflictingResultError(ResultFileError):
+    """``ingest --strict``/``publish --strict``: a run_id/cell_id already in the history (or
+    twice in the inputs) with other numbers."""
+
+    exit_code = 13
+
+
+class ToolTimeoutError(BenchmarkFailedError):
+    """A phase of a cell (catalog preload, preload, warm-up, a repetition) overran ``--timeout``:
+    the cell was stopped and everything it started torn down."""
+
+    exit_code = 14
+
+
+class OutputLimitError(BenchmarkFailedError):
+    """A benchmark tool printed more than the output cap (``--output-limit``): stopped, torn down."""
+
+    exit_code = 15
+
+
+class DiskFullError(VkbenchError):
+    """No space left on the device (ENOSPC) or the disk quota (EDQUOT) while writing; what was
+    written is either complete or not there (atomic writes)."""
+
+    exit_code = 16
+
+
+class FileSizeLimitError(VkbenchError):
+    """A write hit the process's file-size limit (EFBIG, ``ulimit -f``)."""
+
+    exit_code = 17
+
+
+class NoFreePortError(ServerStartError):
+    """No TCP port could be had on 127.0.0.1 (loopback down, or every port in use)."""
+
+    exit_code = 18
+
+
+def from_os_error(exc: OSError) -> VkbenchError | None:
+    """The operator's sentence for an OSError that is about the machine, not about vkbench:
+    disk full and the file-size limit. None for every other OSError (a bug: its traceback helps)."""
+    import errno
+
+    where = f" writing {exc.filename}" if exc.filename else ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = "no space left on the device" if exc.errno == errno.ENOSPC else "the disk quota is used up"
+        return DiskFullError(
+            f"{what}{where}; what was being written is not there (files are written to a temporary name "
+            "and renamed only when complete)",
+            hint="free space on that file system (`df -h`, `vkbench history retain` for old raw outputs) and run the command again")
+    if exc.errno == errno.EFBIG:
+        return FileSizeLimitError(
+            f"a file grew past this process's file-size limit{where}; what was being written is not there",
+            hint="raise the limit (`ulimit -f unlimited`, or the service's LimitFSIZE) and run the command again")
+    return None
+
+
 class Interrupted(VkbenchError):
     """Ctrl-C: everything started was torn down."""
 

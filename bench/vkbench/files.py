@@ -53,8 +53,13 @@ def stage_bytes(path: Path, data: bytes) -> Path:
     ``sync`` and then renames: hundreds of files cost one flush instead of hundreds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:       # disk full, file-size limit: no temp file left beside the target
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
     return Path(tmp)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
+from .bidi import isolate_composed
 from .results.checks import safe_link
 
 #: What can start a link, image, emphasis, code span, tag, autolink or table cell. (Line-start
@@ -28,10 +29,13 @@ MAX = 300
 
 
 def one_line(value: Any) -> str:
-    """Control characters and newlines folded to spaces, cut at MAX characters."""
+    """Newlines and other C0 controls folded to spaces, cut at MAX characters; C1 and
+    bidirectional formatting characters shown escaped and right-to-left text isolated
+    (:func:`vkbench.bidi.isolate`), so a name cannot reorder the text around it."""
     s = "" if value is None else str(value)
     s = re.sub(r"[\x00-\x1f\x7f\u2028\u2029]+", " ", s)
-    return s if len(s) <= MAX else s[: MAX - 1] + "…"
+    s = s if len(s) <= MAX else s[: MAX - 1] + "…"
+    return isolate_composed(s)
 
 
 def change(value: float) -> str:

@@ -63,4 +63,38 @@ def test_valkey_perf_config_with_several_commands_runs(tmp_path):
     assert result["tool"]["name"] == "valkey-benchmark"
     assert {"SET", "GET", "LPUSH", "HSET"} <= set(result["summary"])
     assert {"SET", "GET", "LPUSH", "HSET"} <= server_commands(result)
-    assert [r["reason"] for r in json.loads(proc.stdout)["refused"]] == ["TLS"]
+    assert [r["reason"] for r in json.loads(proc.stdout)["refused"]] == ["duration without --requests"]
+
+
+#: One runnable spec per data-type group (issue 20), each with a small preload.
+ONE_PER_GROUP = {
+    "string": "memtier_benchmark-1Mkeys-load-string-with-10B-values",
+    "hash": "memtier_benchmark-1key-hash-hscan-50-fields-10B-values",
+    "list": "memtier_benchmark-1key-list-10K-elements-lindex-string",
+    "set": "memtier_benchmark-1key-set-10K-elements-hashtable-srandmember-count-100",
+    "sorted-set": "memtier_benchmark-1key-zset-10-elements-zrange-all-elements",
+    "stream": "memtier_benchmark-1Mkeys-load-stream-1-fields-with-100B-values",
+    "bitmap": "memtier_benchmark-1key-100M-bits-bitmap-bitpos",
+    "hyperloglog": "memtier_benchmark-1key-pfadd-4KB-values-pipeline-10",
+    "geo": "memtier_benchmark-1key-geo-2-elements-geopos",
+    "scripting": "memtier_benchmark-2keys-lua-evalsha-hset-expire",
+    "transactions": "memtier_benchmark-1Mkeys-hash-transactions-multi-exec-pipeline-20",
+    "pubsub": "memtier_benchmark-nokeys-pubsub-publish-1K-channels-10B-no-subscribers",
+    "generic": "memtier_benchmark-1key-list-1K-elements-sort-numeric-pipeline-10",
+}
+
+
+def test_one_spec_of_every_data_type_group_runs_with_its_commands_named(tmp_path):
+    matrix = tmp_path / "groups.yaml"
+    matrix.write_text("name: one-per-group\ncatalog:\n  duration: 1\n  repetitions: 1\n  specs:\n"
+                      + "".join(f"    - {name}\n" for name in ONE_PER_GROUP.values()))
+    proc = vkbench("run", str(matrix), "--out", str(tmp_path / "out"), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    by_name = {r["dimensions"]["catalog"]["name"]: r for r in results(tmp_path / "out")}
+    assert set(by_name) == set(ONE_PER_GROUP.values())
+    for group, name in ONE_PER_GROUP.items():
+        result = by_name[name]
+        assert group in result["dimensions"]["catalog"]["groups"]
+        named = {c.upper() for c in result["dimensions"]["catalog"]["commands"]}
+        assert named & set(result["summary"]), (name, result["summary"].keys())
+        assert result["dimensions"]["duration"] == 1

@@ -414,7 +414,7 @@ def test_confirm_dispatches_one_ab_per_waiting_candidate(tmp_path):
     inputs = call["body"]["inputs"]
     assert inputs == {"repository": "https://github.com/valkey-io/valkey", "base": good, "candidate": bad,
                       "runner_class": "cloud-x86", "cell": '{"server":"valkey:unstable","pipeline":16}',
-                      "confirm": "confirm-0123456789ab", "comment": "false"}
+                      "confirm": "confirm-0123456789ab", "comment": "false", "instrument": "wallclock"}
     assert "1 candidate(s) dispatched" in (tmp_path / "step_summary.md").read_text()
     assert FAKE_TOKEN not in proc.stdout + proc.stderr
 
@@ -541,3 +541,16 @@ def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
     assert list(api.issues) == [1] and culprit in api.issues[1]["body"] and api.issues[1]["state"] == "open"
     assert f"{inputs['incident']}: already bisected" in (tmp_path / "step_summary.md").read_text()
     assert FAKE_TOKEN not in logs.text
+
+
+def test_ab_preset_specs_from_changes_runs_the_specs_the_pull_request_touches(tmp_path):
+    """ab.yml's preset `specs-from-changes` (issue 20): vkbench ab selects catalog specs from the
+    files changed between the approved base and head, instead of a preset; never with a cell."""
+    pinned = dict(base_env(tmp_path), VKBENCH_AB_REPOSITORY="https://github.com/someone/valkey", VKBENCH_AB_BASE="c" * 40,
+                  VKBENCH_AB_PR="1234", VKBENCH_AB_CANDIDATE="d" * 40, VKBENCH_MACHINE_CLASS="cloud-x86",
+                  VKBENCH_AB_PRESET="specs-from-changes")
+    assert _script("ab.sh", "check", pinned, tmp_path).returncode == 0
+    with_cell = _script("ab.sh", "check", {**pinned, "VKBENCH_AB_CELL": '{"server": "valkey:9.1.2"}'}, tmp_path)
+    assert with_cell.returncode == 2 and "specs-from-changes" in with_cell.stderr
+    argv = _run_argv("ab.sh", pinned, tmp_path)
+    assert argv[argv.index("--specs-from-changes") + 1] == f"{'c' * 40}..{'d' * 40}" and "--preset" not in argv

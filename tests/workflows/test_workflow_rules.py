@@ -8,7 +8,7 @@ import yaml
 from workflow_paths import FIXTURES, WORKFLOWS
 from workflow_rules import check_dir, load_dir
 
-EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "ab.yml", "bisect.yml", "ci.yml"}
+EXPECTED_WORKFLOWS = {"benchmark.yml", "nightly.yml", "ab.yml", "bisect.yml", "ci.yml", "pr-counts.yml"}
 
 
 def test_expected_workflows_exist():
@@ -39,6 +39,11 @@ def test_repository_workflows_break_no_rule():
         ("trusted_environment_output", "trusted-environment"),
         ("inputs_gate", "inputs-gate"),
         ("trusted_write", "trusted-write"),
+        ("pr_target", "pr-target"),
+        ("pr_secrets", "pr-secrets"),
+        ("pr_token", "pr-token"),
+        ("pr_hosted", "pr-hosted"),
+        ("artifact_per_call", "artifact-per-call"),
     ],
 )
 def test_each_rule_reports_its_broken_fixture(fixture, rule):
@@ -55,7 +60,7 @@ def test_every_fixture_directory_is_tested():
         "self_hosted_pr_unguarded", "self_hosted_pr_via_call", "run_interpolation",
         "persist_credentials", "self_hosted_timeout", "fail_fast", "runner_concurrency",
         "self_hosted_environment", "trusted_environment", "trusted_environment_output", "inputs_gate",
-        "trusted_write",
+        "trusted_write", "pr_target", "pr_secrets", "pr_token", "pr_hosted", "artifact_per_call",
     }
     assert {p.name for p in FIXTURES.iterdir() if p.is_dir()} == tested
 
@@ -75,7 +80,7 @@ def test_benchmark_inputs_match_the_contract():
     expected = {"preset", "versions", "io_threads", "topologies", "tool", "runner_classes", "repetitions", "publish"}
     assert set(dispatch) == expected == set(call)
     assert dispatch["preset"]["options"] == [
-        "smoke", "nightly", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
+        "smoke", "nightly", "nightly-datatypes", "pi-cm4-blog", "io-threads-sweep", "pipeline-sweep", "read-replicas"
     ]
     assert dispatch["runner_classes"]["default"] == "cloud-x86"
     assert dispatch["publish"]["type"] == call["publish"]["type"] == "boolean"
@@ -92,11 +97,51 @@ def test_presets_offered_in_the_form_exist():
 def test_nightly_calls_benchmark_with_nightly_preset_everywhere():
     wf = load_dir(WORKFLOWS)["nightly.yml"]
     assert {"schedule", "workflow_dispatch"} <= wf.triggers
-    (job,) = wf.jobs.values()
+    assert set(wf.jobs) == {"nightly", "datatypes"}
+    job = wf.jobs["nightly"]
     assert job["uses"] == "./.github/workflows/benchmark.yml"
     assert job["with"]["preset"] == "nightly"
-    assert set(job["with"]["runner_classes"].split(",")) == {"pi-cm4", "cloud-x86", "cloud-arm64"}
+    # issue 19: and the GitHub-hosted class, where the plan schedules only instruction counts
+    assert set(job["with"]["runner_classes"].split(",")) == {"pi-cm4", "cloud-x86", "cloud-arm64", "github-hosted"}
     assert job["with"]["publish"] is True
+
+
+def test_nightly_also_runs_every_data_type_on_the_wall_clock_classes():
+    """issue 20: nightly-datatypes is the nightly's second call, on the self-hosted classes only
+    (memtier specs: no instruction counts, so nothing for github-hosted), published, with the
+    nightly job's scopes and versions."""
+    jobs = load_dir(WORKFLOWS)["nightly.yml"].jobs
+    job = jobs["datatypes"]
+    assert job["uses"] == jobs["nightly"]["uses"] == "./.github/workflows/benchmark.yml"
+    assert job["with"]["preset"] == "nightly-datatypes"
+    assert job["with"]["runner_classes"].split(",") == ["pi-cm4", "cloud-x86", "cloud-arm64"]
+    assert job["with"]["publish"] is True and job["with"]["versions"] == jobs["nightly"]["with"]["versions"]
+    assert job["permissions"] == jobs["nightly"]["permissions"] == {"contents": "write", "issues": "write",
+                                                                    "actions": "write"}
+
+
+def test_two_calls_of_benchmark_in_one_run_keep_their_artifacts_and_both_publish():
+    """Artifacts belong to the run: each call's are named by its preset, its publish downloads only
+    its own results, and the publish group queues without cancelling (artifact-per-call checks
+    the rule in general; this pins the names)."""
+    jobs = load_dir(WORKFLOWS)["benchmark.yml"].jobs
+
+    def artifact_steps(job_id, action):
+        return [s["with"] for s in jobs[job_id]["steps"] if str(s.get("uses", "")).startswith(f"actions/{action}@")]
+
+    assert [w["name"] for w in artifact_steps("plan", "upload-artifact")] == ["vkbench-${{ inputs.preset }}-wheel"]
+    for job_id in ("bench", "count"):
+        assert artifact_steps(job_id, "upload-artifact")[0]["name"] == "vkbench-${{ inputs.preset }}-result-${{ matrix.id }}"
+    (results,) = [w for w in artifact_steps("publish", "download-artifact") if "pattern" in w]
+    assert results["pattern"] == "vkbench-${{ inputs.preset }}-result-*" and results["merge-multiple"] is True
+    # "nightly"'s pattern cannot pick up "nightly-datatypes"'s results, nor a failed cell's.
+    import fnmatch
+    pattern = results["pattern"].replace("${{ inputs.preset }}", "nightly")
+    assert fnmatch.fnmatch("vkbench-nightly-result-c1", pattern)
+    assert not fnmatch.fnmatch("vkbench-nightly-datatypes-result-c1", pattern)
+    assert not fnmatch.fnmatch("vkbench-nightly-failed-c1", pattern)
+    publish = jobs["publish"]["concurrency"]
+    assert publish["group"] == "vkbench-publish" and publish["cancel-in-progress"] is False and publish["queue"] == "max"
 
 
 def test_scripts_called_by_workflows_exist_and_are_executable():
@@ -181,7 +226,10 @@ def test_the_bisect_dispatch_job_holds_least_privilege():
         assert jobs["alert"]["permissions"] == {"contents": "read", "issues": "write"}, name
         uploads = [s for s in jobs["alert"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
         downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
-        assert [u["with"]["name"] for u in uploads] == ["vkbench-alert"] and "vkbench-alert" in [d["with"]["name"] for d in downloads]
+        # benchmark.yml's artifacts carry the preset (nightly.yml calls it twice in one run).
+        alert_artifact = "vkbench-${{ inputs.preset }}-alert" if name == "benchmark.yml" else "vkbench-alert"
+        assert [u["with"]["name"] for u in uploads] == [alert_artifact]
+        assert alert_artifact in [d["with"]["name"] for d in downloads]
         holders = {job_id for job_id, j in jobs.items() if (j.get("permissions") or {}).get("actions") == "write"}
         assert holders == ({"confirm", "dispatch-bisect"} if name == "benchmark.yml" else {"dispatch-bisect"}), holders
     # The culprit (bisect.yml) and the confirmation's verdict (ab.yml) are recorded by a hosted job of

@@ -32,6 +32,23 @@ Rules (the ``rule`` field of a violation):
 - ``trusted-write``      in a workflow whose ``inputs`` job outputs ``trusted``, a job holding
                          ``contents: write`` (the history) that does not need ``inputs`` and
                          require ``needs.inputs.outputs.trusted == 'true'``
+- ``artifact-per-call``  a reusable workflow called more than once by one workflow (nightly.yml:
+                         the nightly and nightly-datatypes presets) whose artifact name or pattern
+                         is not keyed by an input the calls set differently: artifacts belong to
+                         the run, so the calls would overwrite (or refuse) each other's artifacts
+                         and one call's publish would ingest the other's results; or whose
+                         ``contents: write`` job (the publish) has no concurrency group, or one that
+                         cancels: both calls' publishes must land, one after the other
+
+A *pull-request job* builds or runs a pull request's code: a job reachable from pull_request(_target),
+or any job of a workflow that a pull request's workflow calls (``workflow_call`` with a ``pr``
+input, as pr-counts.yml). It runs fork code without a reviewer, so:
+
+- ``pr-target``          it is reachable from ``pull_request_target`` (a fork's code with the base
+                         repository's token and secrets): callers use ``pull_request``
+- ``pr-secrets``         it names a secret, or its ``workflow_call`` declares secrets
+- ``pr-token``           its token is not read-only (no job permissions, or a write scope)
+- ``pr-hosted``          it runs on a self-hosted runner (fork code never reaches a benchmark machine)
 """
 
 from __future__ import annotations
@@ -44,7 +61,7 @@ from typing import Any
 import yaml
 
 #: The only jobs (by id) that may hold each write scope.
-ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert"}, "pull-requests": {"comment"},
+ALLOWED_WRITE = {"contents": {"publish"}, "issues": {"alert", "digest"}, "pull-requests": {"comment"},
                  "actions": {"confirm", "dispatch-bisect"}}
 #: The environment without required reviewers, and the only expressions that may choose it (else
 #: `benchmark`): a schedule (the default branch's own workflow), or the verdict of the workflow's
@@ -127,6 +144,76 @@ def check_dir(path: Path) -> list[Violation]:
             out += _check_trusted_write(wf, job_id, job)
             if is_self_hosted(job):
                 out += _check_self_hosted(wf, job_id, job, workflows, callers)
+            out += _check_pull_request_job(wf, job_id, job, callers)
+        out += _check_artifacts_per_call(wf, callers)
+    return out
+
+
+_INPUT_REF = re.compile(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}")
+
+
+def _check_artifacts_per_call(wf: Workflow, callers) -> list[Violation]:
+    """``artifact-per-call``: see the module docstring."""
+    by_caller: dict[str, list[dict]] = {}
+    for caller, _, job in callers.get(wf.name, []):
+        by_caller.setdefault(caller.name, []).append(job.get("with") or {})
+    calls = next((c for c in by_caller.values() if len(c) > 1), None)
+    if calls is None:
+        return []
+    # Inputs whose values tell the calls apart (a default counts as a value).
+    on = wf.data.get("on", wf.data.get(True))
+    declared = ((on or {}).get("workflow_call") or {}).get("inputs") or {} if isinstance(on, dict) else {}
+    distinct = {name for name, spec in declared.items()
+                if len({str(c.get(name, (spec or {}).get("default"))) for c in calls}) == len(calls)}
+    out = []
+    for job_id, job in wf.jobs.items():
+        for step in _steps(job):
+            uses = str(step.get("uses", ""))
+            if not uses.startswith(("actions/upload-artifact@", "actions/download-artifact@")):
+                continue
+            given = {key: str(value) for key, value in (step.get("with") or {}).items() if key in ("name", "pattern")}
+            for key, value in (given or {"name": ""}).items():     # neither: every artifact of the run
+                if not set(_INPUT_REF.findall(value)) & distinct:
+                    out.append(Violation("artifact-per-call", wf.name, job_id,
+                                         f"artifact {key} {value or '(none)'!r} is the same in every call of "
+                                         f"{wf.name} (called {len(calls)} times in one run): key it by an input "
+                                         f"the calls set differently ({', '.join(sorted(distinct)) or 'none'})"))
+        if _write_scopes(job.get("permissions")) & {"contents", "*"}:
+            concurrency = job.get("concurrency")
+            if not isinstance(concurrency, dict) or concurrency.get("cancel-in-progress") not in (False, "false"):
+                out.append(Violation("artifact-per-call", wf.name, job_id,
+                                     "a job that pushes (contents: write) in a workflow called more than once per run "
+                                     "needs a concurrency group with cancel-in-progress: false, so every call's push lands"))
+    return out
+
+
+def _called_for_pull_requests(wf: Workflow) -> bool:
+    """A reusable workflow whose callers pass a pull request (``workflow_call`` input ``pr``)."""
+    on = wf.data.get("on", wf.data.get(True))
+    if not isinstance(on, dict) or not isinstance(on.get("workflow_call"), dict):
+        return False
+    return "pr" in (on["workflow_call"].get("inputs") or {})
+
+
+def _check_pull_request_job(wf: Workflow, job_id: str, job: dict, callers) -> list[Violation]:
+    events = _reaching_events(wf, callers) & PR_EVENTS
+    if not events and not _called_for_pull_requests(wf):
+        return []
+    out = []
+    if "pull_request_target" in events:
+        out.append(Violation("pr-target", wf.name, job_id, "a job that runs a pull request's code is reachable from "
+                             "pull_request_target (the base repository's token and secrets): use pull_request"))
+    on = wf.data.get("on", wf.data.get(True))
+    declared = isinstance(on, dict) and isinstance(on.get("workflow_call"), dict) and on["workflow_call"].get("secrets")
+    if declared or "secrets" in job or re.search(r"\bsecrets\.", yaml.safe_dump(job)):
+        out.append(Violation("pr-secrets", wf.name, job_id, "a job that runs a pull request's code names a secret"))
+    perms = job.get("permissions")
+    if perms is None or _write_scopes(perms) or perms == "write-all":
+        out.append(Violation("pr-token", wf.name, job_id, "a job that runs a pull request's code needs read-only "
+                             "job permissions (e.g. contents: read)"))
+    if is_self_hosted(job) and not events:      # reachable from pull_request: self-hosted-pr's
+        out.append(Violation("pr-hosted", wf.name, job_id, "a job that runs a pull request's code runs on a "
+                             "self-hosted runner: use a GitHub-hosted one"))
     return out
 
 

@@ -45,9 +45,10 @@ if [[ -n "${VKBENCH_KEEP_RESULTS_DAYS:-}" ]]; then retention+=(--keep-results-da
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 status=0
-"$VKBENCH" publish "$results" --repo-dir "$remote" "${branches[@]}" --detect "${annotations[@]}" "${retention[@]}" \
+"$VKBENCH" publish "$results" --strict --repo-dir "$remote" "${branches[@]}" --detect "${annotations[@]}" "${retention[@]}" \
   --site-out "$site" --workdir "$work/pages" || status=$?
-# A failure (8: the push lost every race) was annotated by vkbench itself, with its hint.
+# --strict: a result already on the branch with other numbers fails the job (exit 13), never
+# dropped silently. A failure (8: the push lost every race; 13) was annotated by vkbench itself, with its hint.
 [[ $status -eq 0 ]] || exit "$status"
 
 {

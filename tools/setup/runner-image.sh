@@ -35,7 +35,7 @@ RUNNER_PACKAGES=(
     ca-certificates curl git jq tar
     # what benchmark jobs build and run with (actions_runner_job_packages; perf as on Debian)
     build-essential ccache pkg-config autoconf automake libtool
-    libevent-dev libssl-dev zlib1g-dev libpcre3-dev python3 python3-venv linux-perf
+    libevent-dev libssl-dev zlib1g-dev libpcre3-dev python3 python3-venv linux-perf valgrind
 )
 # The content key: this file (the package lists and every build step) and the mirror. Any change
 # to either makes a new image; an unchanged recipe reuses the one in the project's podman

@@ -16,12 +16,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..matrix.model import Cell
+from .groups import UNKNOWN, command_group
 from .specs import JUDGED_AGAINST, R_INVALID, Refusal, valkey_configs
 
 SOURCE = "valkey-perf-benchmark"
 R_MODULE = "module workload"
 R_DURATION = "duration without --requests"
-R_TLS = "TLS"
 R_CONFIG = "server setting not in Valkey"
 MAX_CELLS_PER_ENTRY = 512
 
@@ -75,8 +75,6 @@ def _entry_cells(entry: Any, name: str, servers: list[str], overrides: dict[str,
     groups = sorted({_group(t) for t in tests})
     if any(not re.match(r"^[a-z0-9_-]{1,32}$", t) for t in tests):
         raise _Refused(R_INVALID, "a command is not a valkey-benchmark test name", groups)
-    if _tls(entry.get("tls_mode")) and not overrides.get("allow_tls"):
-        raise _Refused(R_TLS, "asks for TLS (tls_mode); vkbench's backends do not start TLS servers yet", groups)
     requests_list = _as_list(entry.get("requests"))
     if overrides.get("requests"):
         requests_list = [overrides["requests"]]
@@ -102,6 +100,8 @@ def _entry_cells(entry: Any, name: str, servers: list[str], overrides: dict[str,
                 "io_threads": io or 1, "keyspace": keyspace or 100000, "data_size": size or 3,
                 "pipeline": pipeline or 1, "clients": clients or 50, "requests": requests,
                 "client_threads": threads, "extra_server_args": server_args,
+                # tls_mode: TLS servers (tls-cluster too) and valkey-benchmark --tls (docs/tls.md)
+                "workload": {"tls": True} if _tls(entry.get("tls_mode")) else None,
                 "repetitions": overrides.get("repetitions", 1),
                 "catalog": {"source": SOURCE, "name": name, "groups": groups, "commands": tests,
                             "spec_duration": entry.get("duration"),
@@ -115,12 +115,7 @@ def _entry_cells(entry: Any, name: str, servers: list[str], overrides: dict[str,
     return cells
 
 
-#: valkey-benchmark test -> data-type group (the groups of redis-benchmarks-specification).
-_GROUPS = {"set": "string", "get": "string", "mset": "string", "mget": "string", "incr": "string",
-           "lpush": "list", "rpush": "list", "lpop": "list", "rpop": "list", "lrange": "list",
-           "sadd": "set", "spop": "set", "hset": "hash", "zadd": "sorted-set", "zpopmin": "sorted-set",
-           "xadd": "stream", "xrange": "stream", "ping_inline": "connection", "ping_mbulk": "connection"}
-
-
 def _group(test: str) -> str:
-    return _GROUPS.get(test, _GROUPS.get(test.split("_")[0], "generic"))
+    """valkey-benchmark test -> data-type group (the groups of redis-benchmarks-specification)."""
+    group = command_group(test)
+    return "generic" if group == UNKNOWN else group

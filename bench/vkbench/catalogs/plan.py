@@ -17,13 +17,16 @@ import fnmatch
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, UsageError
 from ..matrix.model import Cell
 from . import perf, specs
 from ..bounded_yaml import CATALOG_BOUNDS, load_yaml
 from .fetch import PERF_CONFIGS, SPECS, load_catalog
+
+if TYPE_CHECKING:
+    from .select import Selection, SpecChoice
 
 DEFAULT_SERVER = "valkey:9.1.2"
 SUITES = "redis_benchmarks_specification/test-suites/"
@@ -180,3 +183,49 @@ def _groups_of(text: str) -> set[str]:
     except ConfigError:
         return set()
     return {str(g).lower() for g in (doc.get("tested-groups") or [])} if isinstance(doc, dict) else set()
+
+
+def plan_for_changes(changed: list[str], overrides: dict[str, Any] | None = None, *,
+                     per_group: int = 1) -> tuple[CatalogPlan, Selection, list[SpecChoice]]:
+    """The cells an A/B of a change runs (select.choose_specs: the core spec of each group the
+    changed files touch, the core set for broad files), with the selection and every choice's reason."""
+    from .select import choose_specs, core_specs, files_to_groups, select_groups
+
+    catalog = load_catalog(SPECS)
+    selection = select_groups(changed, files_to_groups(catalog))
+    core = core_specs(catalog)
+    paths = [p for p in catalog.matching(SUITES + "*.yml") if not p.endswith("/defaults.yml")]
+    wanted = set(selection.groups)
+    candidates = [p for p in paths if Path(p).stem in core or (wanted and wanted & _groups_of(catalog.text(p)))]
+    servers, opts = _overrides(dict(overrides or {}))
+    full = CatalogPlan(source="changed files")
+    for path in candidates:
+        full.entries += 1
+        _add_spec(full, f"{SPECS.name}/{path}", catalog.text(path), servers, opts)
+    runnable = {c.catalog.name: list(c.catalog.groups) for c in full.cells if c.catalog}
+    choices = choose_specs(selection, runnable, core, per_group=per_group)
+    names = {choice.name for choice in choices}
+    plan = CatalogPlan(source="changed files", cells=[c for c in full.cells if c.catalog and c.catalog.name in names],
+                       refusals=[r for r in full.refusals if r.name in core or set(r.groups) & wanted],
+                       entries=len(names))
+    return plan, selection, choices
+
+
+def plan_spec_names(names: list[str], overrides: dict[str, Any] | None = None) -> CatalogPlan:
+    """The cells of these specs of the pinned catalog, by exact name; an unknown name is an error."""
+    catalog = load_catalog(SPECS)
+    by_stem = {Path(p).stem: p for p in catalog.matching(SUITES + "*.yml") if not p.endswith("/defaults.yml")}
+    unknown = [name for name in names if name not in by_stem]
+    if unknown:
+        raise UsageError(f"no spec named {', '.join(unknown[:5])} in redis-benchmarks-specification at {SPECS.commit[:12]}",
+                         hint="vkbench run 'specs:*' --dry-run lists them")
+    servers, opts = _overrides(dict(overrides or {}))
+    plan = CatalogPlan(source="specs: " + ",".join(names)[:200])
+    for name in dict.fromkeys(names):
+        plan.entries += 1
+        _add_spec(plan, f"{SPECS.name}/{by_stem[name]}", catalog.text(by_stem[name]), servers, opts)
+    runners = (overrides or {}).get("runner")
+    if runners:       # a matrix's --runners: every cell on every runner class, as for its groups
+        runners = runners if isinstance(runners, list) else [runners]
+        plan.cells = [c.model_copy(update={"runner": r}) for r in runners for c in plan.cells]
+    return plan

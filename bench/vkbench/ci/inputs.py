@@ -10,7 +10,7 @@ step output and no summary. An accepted one writes the step output ``trusted`` (
 job summary a reviewer of ``benchmark`` reads before approving, exactly the commits that will be
 built.
 
-  ab:     VKBENCH_AB_REPOSITORY, _BASE, _CANDIDATE, _PR, _PRESET, _MAX_ROUNDS, _CONFIRM, _CELL
+  ab:     VKBENCH_AB_REPOSITORY, _BASE, _CANDIDATE, _PR, _PRESET, _MAX_ROUNDS, _CONFIRM, _CELL, _INSTRUMENT
   bisect: VKBENCH_BISECT_REPOSITORY, _GOOD, _BAD, _PRESET, _ISSUE, _INCIDENT, _CELL
   both:   VKBENCH_MACHINE_CLASS (a class of runners/classes.yaml), VKBENCH_VALKEY_REPOSITORY/_BRANCH
 
@@ -34,6 +34,8 @@ from ..matrix.server_settings import CELL_INPUT, CELL_INPUT_MAX, ServerSettingEr
 from .actions import InvalidInput, append_summary, set_output, untrusted_log
 from .trust import TrustedSource, check_commit, check_repository, is_full_sha, trusted_source
 
+# The ab preset that selects the catalog specs the changed files touch (vkbench ab --specs-from-changes).
+SPECS_FROM_CHANGES = "specs-from-changes"
 _PRESET = re.compile(r"[a-z0-9][a-z0-9-]{0,39}", re.ASCII)
 _NUMBER = re.compile(r"[1-9][0-9]{0,6}", re.ASCII)
 _CONFIRM = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
@@ -83,6 +85,7 @@ class AbInputs:
     cell: str
     runner_class: str
     source: TrustedSource
+    instrument: str = "wallclock"
 
     @property
     def trusted(self) -> bool:
@@ -138,9 +141,16 @@ def check_ab(env: Mapping[str, str], classes: list[str]) -> AbInputs:
     rounds = get("MAX_ROUNDS", "20")
     if not re.fullmatch(r"[0-9]{1,3}", rounds, re.ASCII) or not 4 <= int(rounds) <= 200:
         raise InvalidInput("max_rounds", "max_rounds must be 4..200", title=title)
+    if preset == SPECS_FROM_CHANGES and cell:
+        raise InvalidInput("cell", f"give one of cell and preset {SPECS_FROM_CHANGES}", title=title)
+    # wallclock (default), instructions or both: the nightly's confirmation of a counted series
+    # asks for instructions (vkbench ab --instrument).
+    instrument = get("INSTRUMENT", "wallclock")
+    if instrument not in ("wallclock", "instructions", "both"):
+        raise InvalidInput("instrument", "instrument must be wallclock, instructions or both", title=title)
     runner_class = env.get("VKBENCH_MACHINE_CLASS", "")
     check_runner_class(runner_class, classes)
-    return AbInputs(repo, base, cand, pr, preset, int(rounds), confirm, cell, runner_class, source)
+    return AbInputs(repo, base, cand, pr, preset, int(rounds), confirm, cell, runner_class, source, instrument)
 
 
 def check_bisect(env: Mapping[str, str], classes: list[str]) -> BisectInputs:
@@ -203,9 +213,15 @@ def bisect_summary(inputs: BisectInputs) -> str:
 
 # -- the self-hosted job's command --------------------------------------------------------------
 def ab_argv(inputs: AbInputs, env: Mapping[str, str]) -> list[str]:
-    argv = ["ab", "--repo", inputs.repository, "--base", inputs.base, "--preset", inputs.preset,
+    argv = ["ab", "--repo", inputs.repository, "--base", inputs.base,
             "--max-rounds", str(inputs.max_rounds), "--machine-class", inputs.runner_class,
-            "--out", env.get("VKBENCH_AB_DIR") or "vkbench-ab", "--backend", env.get("VKBENCH_BACKEND") or "native"]
+            "--out", env.get("VKBENCH_AB_DIR") or "vkbench-ab", "--backend", env.get("VKBENCH_BACKEND") or "native",
+            "--instrument", inputs.instrument]
+    if inputs.preset == SPECS_FROM_CHANGES:
+        # The candidate is a commit here (with pr: the approved head's full SHA): what the PR changes.
+        argv += ["--specs-from-changes", f"{inputs.base}..{inputs.candidate}"]
+    else:
+        argv += ["--preset", inputs.preset]
     if inputs.pr:
         argv += ["--pr", inputs.pr, "--pr-head", inputs.candidate]
     else:

@@ -63,7 +63,7 @@ RULES = (
     InputRule("VKBENCH_TOOL", "tool", 32, r"valkey-benchmark|redis-benchmark|memtier_benchmark",
               "valkey-benchmark, redis-benchmark, memtier_benchmark (or empty: the preset's)"),
     InputRule("VKBENCH_RUNNERS", "runner_classes", 256, r"[a-z0-9-]+(,[a-z0-9-]+){0,15}",
-              "comma-separated runner classes from runners/classes.yaml: {classes}"),
+              "comma-separated runner classes from runners/classes.yaml (self-hosted or hosted): {classes}"),
     InputRule("VKBENCH_REPETITIONS", "repetitions", 3, r"[1-9][0-9]?", "an integer from 1 to 99"),
 )
 
@@ -99,10 +99,18 @@ def checked_inputs(env: Mapping[str, str], runner_classes: list[str]) -> dict[st
 
 
 def plan_matrix(values: dict[str, str], runner_classes_file: Path) -> dict:
-    """The GitHub matrix of the checked inputs (runners checked against the declared classes)."""
+    """The GitHub matrix of the checked inputs' self-hosted cells (runners checked against the
+    declared classes); :func:`plan_matrices` also gives the hosted ones."""
+    return plan_matrices(values, runner_classes_file)[0]
+
+
+def plan_matrices(values: dict[str, str], runner_classes_file: Path) -> tuple[dict, dict, int]:
+    """``(self-hosted matrix, hosted matrix, cells left out)``. A hosted class (GitHub-hosted:
+    shared, no quiet hardware) gets only the instruction-count cells; its wall-clock cells are left
+    out (counted, for the summary). Hosted entries carry ``runs_on``."""
     from ..cli._options import cells_from
     from ..matrix.cells import github_matrix
-    from ..matrix.runner_classes import check_runners
+    from ..matrix.runner_classes import check_runners, load_hosted_classes, split_hosted
 
     overrides = {"versions": values.get("versions"), "io_threads": values.get("io_threads"),
                  "topologies": values.get("topologies"), "tool": values.get("tool"),
@@ -110,13 +118,19 @@ def plan_matrix(values: dict[str, str], runner_classes_file: Path) -> dict:
                  "repetitions": int(values["repetitions"]) if "repetitions" in values else None}
     cells = cells_from(values["preset"], (), overrides)
     check_runners(sorted({c.runner for c in cells}), runner_classes_file)
-    return github_matrix(cells)
+    hosted_classes = load_hosted_classes(runner_classes_file)
+    own, hosted, left_out = split_hosted(cells, hosted_classes)
+    hosted_matrix = github_matrix(hosted)
+    for entry in hosted_matrix["include"]:
+        entry["runs_on"] = hosted_classes[entry["runner"]]["runs_on"]
+    return github_matrix(own), hosted_matrix, len(left_out)
 
 
-def cells_per_runner(matrix: dict) -> dict[str, int]:
-    """Cells per runner class; an empty plan or a class past the queue limit is refused."""
+def cells_per_runner(matrix: dict, hosted: dict | None = None) -> dict[str, int]:
+    """Cells per runner class (self-hosted); an empty plan (hosted cells included) or a class past
+    the queue limit is refused."""
     counts = collections.Counter(cell["runner"] for cell in matrix["include"])
-    if not counts:
+    if not counts and not (hosted or {}).get("include"):
         raise InvalidPlan("The benchmark plan is empty", "the preset and filters select no cell",
                           hint="widen versions, io_threads, topologies or runner_classes")
     for runner, n in sorted(counts.items()):
@@ -127,9 +141,14 @@ def cells_per_runner(matrix: dict) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def summary(counts: dict[str, int]) -> str:
+def summary(counts: dict[str, int], hosted: dict[str, int] | None = None, left_out: int = 0) -> str:
     lines = [f"### Benchmark plan: {sum(counts.values())} cells", ""]
-    lines += md.table(["runner class", "cells"], "lr", ([md.code(runner), str(n)] for runner, n in counts.items()))
+    if counts:
+        lines += md.table(["runner class", "cells"], "lr", ([md.code(runner), str(n)] for runner, n in counts.items()))
+    if hosted or left_out:
+        lines += ["", f"GitHub-hosted: {sum((hosted or {}).values())} instruction-count cells"
+                      + (f" ({', '.join(f'{md.code(r)} {n}' for r, n in hosted.items())})" if hosted else "")
+                      + (f"; {left_out} wall-clock cells left out there (no quiet hardware)" if left_out else "")]
     return "\n".join(lines) + "\n\n"
 
 
@@ -139,12 +158,16 @@ def summary(counts: dict[str, int]) -> str:
 def plan_cmd(runner_classes_file: Path) -> None:
     """Check the plan job's inputs (VKBENCH_* variables), expand the matrix, check it, write
     the step outputs `matrix` and `cells` and the summary."""
-    from ..matrix.runner_classes import load_runner_classes
+    from ..matrix.runner_classes import load_hosted_classes, load_runner_classes
 
     classes, _ = load_runner_classes(runner_classes_file)
-    values = checked_inputs(os.environ, classes)
-    matrix = plan_matrix(values, runner_classes_file)
-    counts = cells_per_runner(matrix)
+    values = checked_inputs(os.environ, classes + sorted(load_hosted_classes(runner_classes_file)))
+    matrix, hosted, left_out = plan_matrices(values, runner_classes_file)
+    counts = cells_per_runner(matrix, hosted)
+    hosted_counts = dict(sorted(collections.Counter(cell["runner"] for cell in hosted["include"]).items()))
     set_output("matrix", json.dumps(matrix, separators=(",", ":")))
     set_output("cells", str(sum(counts.values())))
-    append_summary(summary(counts))
+    # Instruction-count cells of GitHub-hosted classes: a job on `runs_on`, never a self-hosted runner.
+    set_output("hosted_matrix", json.dumps(hosted, separators=(",", ":")))
+    set_output("hosted_cells", str(len(hosted["include"])))
+    append_summary(summary(counts, hosted_counts, left_out))

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "bisect": ("bisect", "bisect_cmd", "Find the commit of a regression between a good and a bad commit."),
     "bisect-requests": ("bisect_requests", "bisect_requests_cmd", "Choose the new incidents to bisect; write their dispatch bodies."),
     "bisect-record": ("bisect_record", "bisect_record_cmd", "Record a bisect's culprit under its incident in the history."),
+    "digest": ("digest", "digest_cmd", "What moved in the last days (regressions, confirmations, bisects, coverage) as Markdown or JSON."),
     "demo": ("demo", "demo_cmd", "The README's main job: setup check, smoke matrix, history, detection, site."),
     "ci": ("ci", "ci_group", "Steps of the GitHub workflows (plan, ...), with ::error:: annotations under Actions."),
 }
@@ -95,15 +96,40 @@ def _annotate(exc: VkbenchError, argv: list[str]) -> None:
     annotate("error", title, f"{exc.message}\nhint: {exc.hint}" if exc.hint else exc.message)
 
 
+def _fail(exc: VkbenchError, argv: list[str] | None) -> None:
+    click.echo(f"error: {exc.message}", err=True)
+    if exc.hint:
+        click.echo(f"  hint: {exc.hint}", err=True)
+    _annotate(exc, sys.argv[1:] if argv is None else argv)
+    sys.exit(exc.exit_code)
+
+
+def _ignore_file_size_signal() -> None:
+    """A write past ``ulimit -f`` must fail with EFBIG (a sentence, exit 16), not kill the
+    process with SIGXFSZ halfway. CPython ignores SIGXFSZ already; this keeps it so whoever
+    embeds the CLI. Child processes get the default back (subprocess restore_signals)."""
+    import signal
+
+    if hasattr(signal, "SIGXFSZ"):
+        try:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        except ValueError:      # not the main thread (an embedding caller's worker)
+            pass
+
+
 def main(argv: list[str] | None = None) -> None:
+    _ignore_file_size_signal()
     try:
         cli.main(args=argv, prog_name="vkbench", standalone_mode=False)
     except VkbenchError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"  hint: {exc.hint}", err=True)
-        _annotate(exc, sys.argv[1:] if argv is None else argv)
-        sys.exit(exc.exit_code)
+        _fail(exc, argv)
+    except OSError as exc:
+        from ..errors import from_os_error
+
+        mapped = from_os_error(exc)
+        if mapped is None:
+            raise
+        _fail(mapped, argv)
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(130)

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ..ab import DEFAULT_PRESET, TARGET_MDE, ABOptions, pr_ref, run_ab
+from ..ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE
 from ..errors import UsageError
 from ..matrix.cells import cell_from_arg
 from ..servers import source_build
@@ -28,17 +29,31 @@ from .console import make_console
 @click.option("--preset", default=DEFAULT_PRESET, show_default=True, help="Matrix whose cells both sides run.")
 @click.option("--cell", "cells", multiple=True, help="One cell (JSON, as `vkbench run --cell`) instead of --preset.")
 @click.option("--requests", type=int, default=None, help="Override the request count of every cell.")
+@click.option("--specs-from-changes", "specs_from_changes", default=None, metavar="BASE..HEAD",
+              help="Instead of --preset: the catalog specs the files changed in BASE..HEAD touch "
+                   "(files-to-groups.json; the core set for broad files). Prints which and why.")
+@click.option("--changed-files", "changed_files", type=click.File("r"), default=None, metavar="FILE",
+              help="Like --specs-from-changes, from a file listing the changed paths (one a line; - for stdin).")
+@click.option("--spec-duration", default=10, show_default=True, type=click.IntRange(1, 600),
+              help="Seconds each selected spec runs per side and round.")
 @click.option("--min-rounds", default=4, show_default=True, help="Pilot rounds (each: every cell on A then B).")
 @click.option("--max-rounds", default=20, show_default=True, help="Rounds at most, however noisy the machine.")
 @click.option("--target-mde", default=TARGET_MDE, show_default=True, help="Minimum detectable effect to aim for.")
 @click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True)
 @click.option("--machine-class", default=None)
+@click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]), default="wallclock",
+              show_default=True, help="wallclock: interleaved rounds of rps; instructions: seed pairs under callgrind "
+              "(instructions per operation, memory per key, the functions that changed); both.")
+@click.option("--pairs", default=DEFAULT_PAIRS, show_default=True, help="Seed pairs of an instruction A/B.")
+@click.option("--instructions-target-mde", "counts_target", default=INSTRUCTIONS_TARGET_MDE, show_default=True,
+              help="Minimum detectable effect an instruction A/B must reach for a verdict (relative).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-ab"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--summary/--no-summary", default=True, show_default=True,
               help="Also append the table to $GITHUB_STEP_SUMMARY when it is set.")
-def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, requests, min_rounds, max_rounds, target_mde, backend,
-           machine_class, out_dir, fmt, summary) -> None:
+def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, requests, specs_from_changes, changed_files,
+           spec_duration, min_rounds, max_rounds, target_mde, backend, machine_class, instrument, pairs, counts_target,
+           out_dir, fmt, summary) -> None:
     """Build BASE and CANDIDATE of a Valkey repository from source, run the same cells interleaved
     (ABAB...) with enough rounds for the target MDE at this machine's noise, and print the table."""
     url = url or source_build.repo_url()
@@ -52,8 +67,12 @@ def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, req
         base=base, candidate=candidate or pr_ref(url, pr), url=url, preset=preset,
         cells=[cell_from_arg(c) for c in cells] or None, out_dir=out_dir, backend=backend, target_mde=target_mde,
         min_rounds=min_rounds, max_rounds=max_rounds, requests=requests, machine_class=machine_class,
-        expect_candidate=pr_head, require_branch=require_branch,
+        expect_candidate=pr_head, require_branch=require_branch, specs_from_changes=specs_from_changes,
+        changed_files=read_changed_files(changed_files), spec_duration=spec_duration,
+        instrument=instrument, pairs=pairs, counts_target_mde=counts_target,
     )
+    if specs_from_changes and changed_files:
+        raise UsageError("give one of --specs-from-changes and --changed-files", hint="both name the changed files")
     console = make_console(stderr=True)
     report = run_ab(options, progress=lambda text: console.print(text))
     text = report.markdown()
@@ -61,3 +80,21 @@ def ab_cmd(url, base, candidate, pr, pr_head, require_branch, preset, cells, req
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as handle:
             handle.write(text)
     click.echo(json.dumps(report.to_json(), indent=2) if fmt == "json" else text, nl=False)
+
+
+MAX_CHANGED_FILES = 10000
+
+
+def read_changed_files(handle) -> list[str] | None:
+    """Paths from a --changed-files file: one a line, blank lines and # comments skipped, bounded."""
+    if handle is None:
+        return None
+    paths: list[str] = []
+    for line in handle:
+        line = line.strip()
+        if line and not line.startswith("#"):
+            if len(paths) >= MAX_CHANGED_FILES or len(line) > 4096:
+                raise UsageError(f"--changed-files: more than {MAX_CHANGED_FILES} paths, or a line over 4096 characters",
+                                 hint="give the output of git diff --name-only")
+            paths.append(line)
+    return paths

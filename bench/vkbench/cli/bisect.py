@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..ab import DEFAULT_PRESET, ABOptions
+from ..ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE
 from ..bisect import run_bisect
 from ..matrix.cells import cell_from_arg
 from ..servers import source_build
@@ -28,16 +29,23 @@ from .console import make_console
 @click.option("--max-rounds", default=10, show_default=True, help="Rounds at most per A/B step.")
 @click.option("--target-mde", default=0.02, show_default=True)
 @click.option("--machine-class", default=None)
+@click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]), default="wallclock",
+              show_default=True, help="wallclock: interleaved rounds of rps; instructions: seed pairs under callgrind "
+              "(instructions per operation, memory per key, the functions that changed); both.")
+@click.option("--pairs", default=DEFAULT_PAIRS, show_default=True, help="Seed pairs of an instruction A/B.")
+@click.option("--instructions-target-mde", "counts_target", default=INSTRUCTIONS_TARGET_MDE, show_default=True,
+              help="Minimum detectable effect an instruction A/B must reach for a verdict (relative).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-bisect"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
-def bisect_cmd(url, good, bad, require_branch, preset, cells, requests, min_rounds, max_rounds, target_mde, machine_class, out_dir,
-               fmt) -> None:
+def bisect_cmd(url, good, bad, require_branch, preset, cells, requests, min_rounds, max_rounds, target_mde, machine_class, instrument, pairs,
+               counts_target, out_dir, fmt) -> None:
     """A/B GOOD vs BAD (the regression must reproduce), then build and A/B midpoints against GOOD
     until one commit remains; print the culprit, its effect and every step."""
     url = url or source_build.repo_url()
     template = ABOptions(base=good, candidate=bad, url=url, preset=preset, cells=[cell_from_arg(c) for c in cells] or None,
                          min_rounds=min_rounds, max_rounds=max_rounds, target_mde=target_mde, requests=requests,
-                         machine_class=machine_class, trigger="bisect", require_branch=require_branch)
+                         machine_class=machine_class, trigger="bisect", require_branch=require_branch,
+                         instrument=instrument, pairs=pairs, counts_target_mde=counts_target)
     console = make_console(stderr=True)
     report = run_bisect(url, good, bad, template, out_dir, progress=lambda text: console.print(text))
     text = report.markdown()

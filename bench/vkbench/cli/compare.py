@@ -91,18 +91,28 @@ def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str, tar
     if fmt == "markdown":
         click.echo(markdown(rows, unmatched, target_mde) + "".join(f"\n> warning: {w}\n" for w in warnings), nl=False)
         return
-    table = Table(title=f"{rows[0].base_label} -> {rows[0].candidate_label}", title_justify="left")
+    table = Table(title=_shown(f"{rows[0].base_label} -> {rows[0].candidate_label}"), title_justify="left")
     for col in ("cell", "cmd", "metric", "base", "candidate", "change", "95% CI", "p", "MDE", "verdict"):
         table.add_column(col, justify="right" if col in ("base", "candidate", "change", "p", "MDE") else "left")
     colour = {"better": "green", "worse": "red"}
     for r in rows:
         style = colour.get(r.verdict, "")
-        table.add_row(r.key, r.command, r.metric, _value(r.metric, r.base), _value(r.metric, r.candidate),
+        table.add_row(_shown(r.key), _shown(r.command), r.metric, _value(r.metric, r.base), _value(r.metric, r.candidate),
                       _pct(r.change), _ci(r), "-" if r.p_value is None else f"{r.p_value:.3f}", _mde(r),
                       f"[{style}]{_verdict(r)}[/]" if style else _verdict(r))
     console = make_console()
     console.print(table)
     for u in unmatched:
-        console.print(f"[yellow]{u}[/yellow]")
+        console.print(f"[yellow]{_shown(u)}[/yellow]")
     for w in warnings:
-        console.print(f"[yellow]warning: {w}[/yellow]")
+        console.print(f"[yellow]warning: {_shown(w)}[/yellow]")
+
+
+def _shown(value) -> str:
+    """A value from a result file in the terminal: controls escaped, right-to-left text
+    isolated (vkbench.bidi), and no rich markup of its own."""
+    from rich.markup import escape
+
+    from ..bidi import isolate
+
+    return escape(isolate(value))

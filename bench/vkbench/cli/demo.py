@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.markdown import Markdown
 
-from ..demo import DemoPaths, run_demo
+from ..demo import DemoPaths, run_demo, size_cells
 from ..matrix import expand_matrix, load_matrix
 from ..runner.execute import new_run_id
 from ..runner.session import RunOptions
@@ -20,13 +20,21 @@ from .run_display import ProgressDisplay, print_summary
 @click.option("--dir", "base", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-demo"),
               show_default=True, help="Where results/, history/ and site/ go. Runs accumulate in its history.")
 @click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True)
-def demo_cmd(preset: str, base: Path, backend: str) -> None:
+@click.option("--size/--no-size", "size", default=True, show_default=True,
+              help="Size each topology's repetitions to this machine first (one short unrecorded probe each), "
+              "so that no result is flagged too-short; --no-size runs the preset's request counts.")
+def demo_cmd(preset: str, base: Path, backend: str, size: bool) -> None:
     """Run PRESET on real servers on 127.0.0.1, add the results to a local history, detect
     regressions and build the trend site. Run it again to grow the history."""
     out, err = make_console(), make_console(stderr=True)
     cells = expand_matrix(load_matrix(preset))
     paths = DemoPaths(base)
     options = RunOptions(backend=backend, run_id=new_run_id(), trigger="manual", machine_class=None)
+    if size:
+        err.print("sizing the repetitions to this machine (one short unrecorded run per topology) ...")
+        cells, sizings = size_cells(cells, paths, options)
+        for sizing in sizings:
+            err.print(f"  {sizing.describe()}")
     with ProgressDisplay(cells, console=err) as display:
         demo = run_demo(cells, paths, options, progress=display.update)
     print_summary(demo.run, out)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ..bidi import isolate
+
 from ..errors import RegressionFound, UsageError
 
 
@@ -57,7 +59,7 @@ def detect_cmd(history_dir, series_csv, bigger_is_better, fmt, annotations, fail
             if not doc["change_points"]:
                 click.echo("no change point")
             for cp in doc["change_points"]:
-                click.echo(f"{cp['index']:>5} {cp['id']}: {cp['direction']} {cp['magnitude']:+.1%} p={cp['p_value']:.2g}")
+                click.echo(f"{cp['index']:>5} {isolate(cp['id'])}: {cp['direction']} {cp['magnitude']:+.1%} p={cp['p_value']:.2g}")
         return
 
     from ..detect.runner import run_detection

@@ -31,9 +31,11 @@ def matrix_cmd(source: str, fmt: str, runner_classes_file: str | None, **kwargs)
     """
     cells = cells_from(source, (), kwargs)
     if runner_classes_file:
-        from ..matrix.runner_classes import check_runners
+        from ..matrix.runner_classes import check_runners, load_hosted_classes, split_hosted
 
         check_runners(sorted({c.runner for c in cells}), runner_classes_file)
+        own, hosted, _left_out = split_hosted(cells, load_hosted_classes(runner_classes_file))
+        cells = own + hosted          # a hosted class gets its instruction-count cells only
     if fmt == "github":
         click.echo(json.dumps(github_matrix(cells), separators=(",", ":")))
         return

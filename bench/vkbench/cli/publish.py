@@ -44,9 +44,12 @@ def _site_builder():
 @click.option("--shallow/--full-fetch", default=True, show_default=True,
               help="Fetch only the branch tips (--depth 1): the publish costs the night's work, not the history's.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Keep the checkout here (default: a temporary directory).")
+@click.option("--strict", is_flag=True,
+              help="A result already in the history (same run_id/cell_id) with other numbers is an error (exit 13), not a warning.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, max_retries, run_detect, annotations, site_out,
-                reference_dir, no_reference, full_site, site_branch, keep_raw_days, keep_results_days, shallow, workdir, as_json):
+                reference_dir, no_reference, full_site, site_branch, keep_raw_days, keep_results_days, shallow, workdir, strict,
+                as_json):
     """Ingest RESULTS into the history on BRANCH and push (safe with concurrent publishers)."""
     from ..history.publish import publish
     from ..paths import check_apart, check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
@@ -92,8 +95,11 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
     report = publish(
         results, repo_dir, branch, history_subdir=history_subdir, message=message,
         max_retries=max_retries, retry_for=retry_for, before_commit=before_commit, workdir=workdir,
-        site_branch=site_branch, site_subdir=site_out if site_branch else None, shallow=shallow,
+        site_branch=site_branch, site_subdir=site_out if site_branch else None, shallow=shallow, strict=strict,
     )
+    from .ingest import warn_conflicts
+
+    warn_conflicts(report.ingest.conflicts)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=1))
         return

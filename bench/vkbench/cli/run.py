@@ -36,14 +36,19 @@ from .run_display import ProgressDisplay, print_summary
               help="Run repetition 1 of every cell, then repetition 2, ...: drift hits every cell alike (for comparisons).")
 @click.option("--profile", is_flag=True,
               help="Record the servers with perf record -g during one extra repetition (not measured); folded stacks go to <cell_id>.raw/profile.folded.")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds one repetition may take.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
+              help="Seconds each phase may take: a catalog preload, the preload, the warm-up, each repetition. "
+                   "Past it the cell stops, everything it started is removed, and the run exits 14.")
+@click.option("--output-limit", type=click.FloatRange(min=0.001, max=1024), default=4.0, show_default=True, metavar="MIB",
+              help="MiB one benchmark tool process may print (streamed to disk); past it the tool is killed, "
+                   "the cell stops and the run exits 15.")
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where pid files of running servers live (default ~/.cache/vkbench/state).")
 @click.option("--cleanup-only", is_flag=True, help="Only remove leftovers of a killed earlier run, then exit.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary for machines (progress goes to stderr).")
 def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, machine_class, trigger, workflow_run_url,
-            interleave, profile, timeout, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
+            interleave, profile, timeout, output_limit, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
     """Run a matrix on real servers: deploy each cell's topology, preload, warm up, repeat,
     measure client and server CPU, check validity and write one result file per cell.
 
@@ -60,7 +65,8 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
         raise UsageError("give a matrix file or --preset, not both", hint="drop one of them")
     options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
                          trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
-                         timeout=timeout, state_dir=state_dir, server_host=server_host, profile=profile)
+                         timeout=timeout, state_dir=state_dir, server_host=server_host, profile=profile,
+                         output_limit=int(output_limit * 1024 * 1024))
     err = make_console(stderr=True)
     if cleanup_only:
         from ..runner.session import cleanup

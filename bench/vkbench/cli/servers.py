@@ -77,8 +77,11 @@ def _describe(binary: Binary) -> dict:
 @click.option("--tool", "tools", multiple=True, metavar="NAME",
               help="A client tool (valkey-benchmark, valkey-cli, redis-benchmark, redis-cli); repeatable.")
 @click.option("--refresh", is_flag=True, help="Fetch again even when cached (rebuilds a moving git ref).")
+@click.option("--tls", is_flag=True, help="The build TLS cells use: a source build with BUILD_TLS=yes "
+              "(cached apart from the plain build); no effect on releases.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output; progress stays on stderr.")
-def fetch_cmd(engine: str | None, version: str | None, tools: tuple[str, ...], refresh: bool, as_json: bool) -> None:
+def fetch_cmd(engine: str | None, version: str | None, tools: tuple[str, ...], refresh: bool, tls: bool,
+              as_json: bool) -> None:
     """Put ENGINE VERSION (e.g. `valkey 9.1.2`, `valkey:9.1`, `redis 7.0.15`) and/or tools into the cache.
 
     Idempotent: what is cached is only checked (fast).
@@ -92,7 +95,7 @@ def fetch_cmd(engine: str | None, version: str | None, tools: tuple[str, ...], r
     fetched: list[Binary] = []
     with _progress(quiet=False) as report:
         if engine and version:
-            fetched.append(resolve_server(engine, version, refresh=refresh, progress=report))
+            fetched.append(resolve_server(engine, version, refresh=refresh, progress=report, tls=tls))
         for tool in tools:
             fetched.append(resolve_tool(tool, refresh=refresh, progress=report))
     if as_json:

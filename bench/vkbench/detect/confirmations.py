@@ -8,7 +8,11 @@
    (``tools/ci/confirm.sh``).
 3. :func:`record` (``vkbench confirm``): the A/B's report becomes ``confirmations.json`` in the
    history: confirmed (the A/B's interval lies below zero and the change is at least the
-   minimum effect) or rejected.
+   minimum effect) or rejected. A request whose series are counted metrics (instructions per
+   operation, memory per key) asks for an instruction A/B (``instrument``: seed pairs under
+   callgrind, minutes on any runner, no quiet machine needed), and its verdict is read from the
+   A/B's ``counts``: more instructions with an interval above zero, at least the counted metrics'
+   minimum effect.
 4. :func:`apply` (``vkbench detect``): a confirmed request becomes an incident that night, with the
    A/B's effect and interval; a rejected one stays recorded and never alerts.
 5. Nights later the persistence rule reports the same change as a regular change point. The
@@ -27,7 +31,7 @@ from typing import Any
 
 from ..errors import ResultFileError, UsageError
 from ..evidence import TARGET_MDE, adequate, inconclusive
-from ..history.series import bigger_is_better, segment_key
+from ..history.series import COUNT_METRICS, bigger_is_better, segment_key
 from ..files import utc_now, write_json
 from ..history.store import HistoryStore
 from ..results.aggregate import command_series
@@ -96,12 +100,37 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
                                     "after": cand.after})
             if metric == "rps" and cand.magnitude < entry["magnitude"]:
                 entry["magnitude"], entry["cell"] = round(cand.magnitude, 5), series_cell(dims)
+            elif metric == "instructions_per_op" and not _has_rps(entry) and cand.magnitude > entry["magnitude"]:
+                entry["magnitude"], entry["cell"] = round(cand.magnitude, 5), series_cell(dims)
+    for entry in requests.values():
+        entry["instrument"] = instrument_for(entry)
     return sorted(requests.values(), key=lambda r: r["id"])
+
+
+def _has_rps(entry: dict) -> bool:
+    return any(s["metric"] not in COUNT_METRICS for s in entry["series"])
+
+
+def instrument_for(request: dict) -> str:
+    """What the confirmation A/B measures: ``instructions`` when every moved series is a counted
+    metric (seed pairs under callgrind decide a 0.3 % step in minutes, on any runner),
+    ``wallclock`` when none is, ``both`` when the range moved both (and the cell can be counted)."""
+    from ..matrix.model import Cell, instructions_refusal
+
+    counted = any(s["metric"] in COUNT_METRICS for s in request.get("series") or [])
+    timed = _has_rps(request)
+    if counted and timed:
+        try:
+            countable = instructions_refusal(Cell.model_validate(request["cell"])) is None
+        except ValueError:
+            countable = False
+        return "both" if countable else "wallclock"
+    return "instructions" if counted else "wallclock"
 
 
 #: Series dimensions that are not a cell's to copy: the server (each side's build), the runner
 #: (the A/B's own machine) and what the history adds beside the cell's dimensions.
-_NOT_CELL_FIELDS = ("engine", "version", "runner", "server", "repetitions", "command", "machine_class")
+_NOT_CELL_FIELDS = ("engine", "version", "runner", "server", "repetitions", "command", "machine_class", "instrument")
 
 
 def series_cell(dims: dict) -> dict:
@@ -138,7 +167,8 @@ def dispatch_bodies(detection: dict, ref: str) -> tuple[list[dict], list[str]]:
             continue
         inputs = {"repository": request.get("repository"), "base": good, "candidate": bad,
                   "runner_class": request.get("machine_class"),
-                  "cell": json.dumps(request.get("cell") or {}, separators=(",", ":")), "confirm": rid, "comment": "false"}
+                  "cell": json.dumps(request.get("cell") or {}, separators=(",", ":")), "confirm": rid, "comment": "false",
+                  "instrument": request.get("instrument") or "wallclock"}
         bodies.append({"ref": ref, "inputs": inputs})
     return bodies, skipped
 
@@ -172,10 +202,14 @@ def read_ab_report(path: Path) -> dict:
     rows = data.get("rows")
     if not isinstance(rows, list):
         raise ResultFileError(f"{path}: rows: not a list", hint=_AB_HINT)
-    for k, row in enumerate(rows):
-        problem = "not an object" if not isinstance(row, dict) else _fields_problem(row, _AB_ROW)
-        if problem:
-            raise ResultFileError(f"{path}: rows/{k}/{problem}", hint=_AB_HINT)
+    counts = data.get("counts", [])
+    if not isinstance(counts, list):
+        raise ResultFileError(f"{path}: counts: not a list", hint=_AB_HINT)
+    for key, items in (("rows", rows), ("counts", counts)):
+        for k, row in enumerate(items):
+            problem = "not an object" if not isinstance(row, dict) else _fields_problem(row, _AB_ROW)
+            if problem:
+                raise ResultFileError(f"{path}: {key}/{k}/{problem}", hint=_AB_HINT)
     return data
 
 
@@ -262,10 +296,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def verdict_of(ab_report: dict, min_effect: float) -> tuple[str, dict]:
+def verdict_of(ab_report: dict, min_effect: float, *, counted: bool = False,
+               count_min_effect: float | None = None) -> tuple[str, dict]:
     """("confirmed" | "rejected" | "inconclusive", the row that decided) from a ``vkbench ab``
     report (ab.json). The worst row decides, and only when its MDE reached the report's target
-    (else "inconclusive": recorded, never alerting, never called noise either)."""
+    (else "inconclusive": recorded, never alerting, never called noise either). ``counted``: the
+    instruction rows (``counts``) decide, where more is worse."""
+    if counted:
+        return _count_verdict(ab_report, count_min_effect if count_min_effect is not None else min_effect)
     rows = ab_report.get("rows") or []
     if not rows:
         return "rejected", {}
@@ -275,6 +313,22 @@ def verdict_of(ab_report: dict, min_effect: float) -> tuple[str, dict]:
     if not adequate(worst.get("mde"), target):
         return "inconclusive", {**worst, "verdict": inconclusive(worst.get("mde"), target, more=_more_rounds(worst))}
     confirmed = worst.get("ci_high") is not None and worst["ci_high"] < 0 and abs(worst["change"]) >= min_effect
+    return ("confirmed" if confirmed else "rejected"), worst
+
+
+def _count_verdict(ab_report: dict, min_effect: float) -> tuple[str, dict]:
+    from ..ab_counts import INSTRUCTIONS_TARGET_MDE
+
+    rows = ab_report.get("counts") or []
+    if not rows:
+        return "rejected", {}
+    worst = max(rows, key=lambda r: r["change"])
+    target = ab_report.get("counts_target_mde")
+    target = target if _number(target) and target > 0 else INSTRUCTIONS_TARGET_MDE
+    if not adequate(worst.get("mde"), target):
+        return "inconclusive", {**worst, "verdict": inconclusive(worst.get("mde"), target, more=_more_rounds(worst),
+                                                                 unit="seed pairs")}
+    confirmed = worst.get("ci_low") is not None and worst["ci_low"] > 0 and worst["change"] >= min_effect
     return ("confirmed" if confirmed else "rejected"), worst
 
 
@@ -288,12 +342,15 @@ def _more_rounds(row: dict) -> int | None:
 def record(store: HistoryStore, request: dict, ab_report: dict, params: DetectionParams | None = None) -> dict:
     """Write the A/B's verdict on ``request`` into ``confirmations.json``; return the entry."""
     params = params or DetectionParams()
-    status, row = verdict_of(ab_report, params.min_magnitude)
+    counted = request.get("instrument") == "instructions" or (
+        request.get("instrument") == "both" and not (ab_report.get("rows") or []))
+    status, row = verdict_of(ab_report, params.min_magnitude, counted=counted,
+                             count_min_effect=params.count_min_magnitude)
     entry = {
         "id": request["id"], "status": status, "recorded": utc_now(), "request": request,
         "ab": {"change": row.get("change"), "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
                "mde": row.get("mde"), "rounds": row.get("rounds"), "cell": row.get("cell"),
-               "command": row.get("command"), "verdict": row.get("verdict"),
+               "command": row.get("command"), "verdict": row.get("verdict"), "metric": row.get("metric", "rps"),
                "base": (ab_report.get("base") or {}).get("commit"),
                "candidate": (ab_report.get("candidate") or {}).get("commit")},
     }
@@ -394,12 +451,14 @@ def _annotated(incident: dict, annotations: list[dict]) -> dict:
 def _confirmed_incident(req: dict, entry: dict) -> dict:
     ab = entry["ab"]
     magnitude = ab.get("change") if ab.get("change") is not None else req["magnitude"]
+    metric = ab.get("metric") or "rps"
+    shown = f"{magnitude:+.2%} instructions per operation" if metric == "instructions_per_op" else f"{magnitude:+.0%}"
     return {
         "id": incident_id_of(req["id"]),
-        "title": (f"{ab.get('command') or 'rps'} {ab.get('cell') or ''}, {req['machine_class']}: {magnitude:+.0%} "
+        "title": (f"{ab.get('command') or 'rps'} {ab.get('cell') or ''}, {req['machine_class']}: {shown} "
                   f"between {req['good'].get('commit', '')[:10]} and {req['bad'].get('commit', '')[:10]} "
                   "(confirmed by A/B)").replace("+-", "-"),
-        "status": "open", "resolution": None, "silenced": False, "direction": "regression", "metric": "rps",
+        "status": "open", "resolution": None, "silenced": False, "direction": "regression", "metric": metric,
         "metrics": sorted({s["metric"] for s in req["series"]}), "magnitude": round(magnitude, 5),
         "p_value": None, "series_ids": sorted({s["series_id"] for s in req["series"]}),
         "change_points": 0, "machine_class": req["machine_class"], "engine": "valkey",

@@ -15,6 +15,8 @@ import hashlib
 from collections import Counter
 from statistics import median
 
+from ..bidi import isolate
+
 
 # Dimensions shown in a title, in order, with their label; values common to every series of
 # an incident are shown once ("pipeline 16"), differing values are listed ("io-threads 2 and 4").
@@ -163,7 +165,8 @@ def same_build_on_both_sides(cp: dict) -> bool:
 
 def title(members: list[dict], dims: dict, machine: str, metric: str, magnitude: float, rep: dict) -> str:
     series = [dims.get(cp["series_id"], {}) for cp in members]
-    commands = _join(sorted({str(d.get("command", "?")) for d in series}, key=_command_order))
+    # names isolated (vkbench.bidi): a right-to-left name cannot reorder the title around it
+    commands = _join(sorted({isolate(d.get("command", "?")) for d in series}, key=_command_order))
     parts = [commands]
     for key, fmt in _TITLE_DIMS:
         values = sorted({_hashable(d.get(key)) for d in series}, key=lambda v: (str(type(v)), v))
@@ -175,9 +178,9 @@ def title(members: list[dict], dims: dict, machine: str, metric: str, magnitude:
         elif len(values) > 3:
             shown = f"{len(values)} kinds of"
         else:
-            shown = _join([str(v) for v in values])
+            shown = _join([isolate(v) for v in values])
         parts.append(fmt.format(value=shown, engine=engine))
-    parts.append(machine)
+    parts.append(isolate(machine))
     what = "" if metric == "rps" else f"{metric} "
     between = _between(rep)
     head = ", ".join(parts)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..bidi import safe_text
+
 
 def counts(doc: dict) -> dict:
     incidents = doc.get("incidents", [])
@@ -35,11 +37,11 @@ def render_text(doc: dict, *, limit: int = 20) -> str:
         if incident.get("resolution"):
             state += f" ({incident['resolution']})"
         lines.append("")
-        lines.append(f"{state:<10} {incident['direction']:<11} {incident['id']}  {incident['title']}")
+        lines.append(f"{state:<10} {incident['direction']:<11} {incident['id']}  {safe_text(incident['title'])}")
         for cp in by_incident.get(incident["id"], [])[:12]:
             good, bad = cp["good"], cp["bad"]
             lines.append(
-                f"    {cp.get('series_name', cp['series_id'])}  {cp['metric']} {cp['magnitude']:+.1%} p={cp['p_value']:.2g}"
+                f"    {safe_text(cp.get('series_name', cp['series_id']))}  {cp['metric']} {cp['magnitude']:+.1%} p={cp['p_value']:.2g}"
                 f"  last good {good['run_id']} ({_short(good)})  first bad {bad['run_id']} ({_short(bad)})"
             )
     if len(doc["incidents"]) > limit:

@@ -46,7 +46,8 @@ def run_detection(
         entries = validate_annotations(annotations or [])
     store.verify(index)        # every shard present with its recorded size (digests: per series below)
     series_index = command_series(index["series"])   # not the TOTALS series an older ingest added
-    tasks = [(str(store.path), sid, series_index[sid], entries, params) for sid in sorted(series_index)]
+    version = store.layout_version()    # shard file names: read once, not once per series
+    tasks = [(str(store.path), version, sid, series_index[sid], entries, params) for sid in sorted(series_index)]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
         with mp.get_context("fork").Pool(jobs) as pool:
@@ -120,9 +121,9 @@ def _same_detection(store: HistoryStore, doc: dict) -> bool:
 
 
 def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
-    history, sid, entry, entries, params = task
+    history, version, sid, entry, entries, params = task
     dims = entry["dims"]
-    points = HistoryStore(history).read_series(sid, entry)
+    points = HistoryStore(history, version=version).read_series(sid, entry)
     resets, silences = [], []
     for k, entry in enumerate(entries):
         if not matches_series(entry, sid, dims):

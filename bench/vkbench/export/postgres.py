@@ -10,7 +10,8 @@ The mapping (docs/history-format.md, "PostgreSQL export"):
 - ``command``, ``data_size``, ``pipeline``, ``clients``, ``requests``, ``io_threads``,
   ``warmup``, ``duration``: the series' dimensions; ``benchmark_threads``: ``client_threads``;
   ``benchmark_mode``: ``duration`` when the run was timed, else ``requests``;
-- ``cluster_mode``: topology ``cluster``; ``tls``: the ``tls`` dimension (false when absent);
+- ``cluster_mode``: topology ``cluster``; ``tls``: the ``workload`` dimension's ``tls`` (false
+  when absent);
 - ``architecture``: the machine's (``x86_64``, ``aarch64``);
 - ``rps`` and ``avg/min/p50/p95/p99/max_latency_ms``: the medians over the repetitions
   (NULL where the tool did not report one).
@@ -81,7 +82,7 @@ def metrics_row(dims: dict, arch: str | None, point: dict) -> dict:
         "requests": _int(dims.get("requests")),
         "rps": _median(point, "rps"),
         "cluster_mode": dims.get("topology") == "cluster",
-        "tls": bool(dims.get("tls")),
+        "tls": bool(dims.get("tls") or (dims.get("workload") or {}).get("tls")),
         "io_threads": _int(dims.get("io_threads")),
         "benchmark_threads": _int(dims.get("client_threads")),
         "benchmark_mode": "duration" if dims.get("duration") else "requests",

@@ -17,6 +17,7 @@ with exit 7 until a writer has done that.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ from typing import Iterable
 
 from ..results.io import load_result, read_result_bytes, result_files
 from .series import month_of, point_from_result, series_commands, series_key, sort_key
-from ..errors import ResultFileError
+from ..errors import ConflictingResultError, ResultFileError
 from ..files import commit_staged, discard_staged, stage_bytes
 from ..paths import check_no_symlink
 from .store import HistoryStore, parse_jsonl, series_entry, shard_digest
@@ -43,6 +44,7 @@ class IngestReport:
     new_series: int = 0
     series: list[str] = field(default_factory=list)   # sids that received a point
     notes: list[str] = field(default_factory=list)    # recovery / migration done on the way
+    conflicts: list[str] = field(default_factory=list)  # same run_id/cell_id, other numbers: kept the history's
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -91,12 +93,21 @@ def load_all(paths: list[Path]) -> list[dict]:
     return results
 
 
-def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> IngestReport:
+def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, strict: bool = False) -> IngestReport:
+    """``strict``: a result whose run_id/cell_id is already present (in the history or in the
+    inputs) with other numbers is an error (exit 13) instead of a warning in report.conflicts;
+    either way the first numbers are the ones kept, and under strict nothing is written."""
     paths = input_files(result_paths)
+    conflicts: list[str] = []
     # 1. validate all inputs before touching the history
     loaded: dict[tuple[str, str], tuple[Path, dict]] = {}
     for path, result in zip(paths, load_all(paths)):
         key = (result["run"]["run_id"], result["run"]["cell_id"])
+        if key in loaded:
+            first_path, first = loaded[key]
+            for command in series_commands(result):
+                conflicts.extend(_differences(path, point_from_result(result, command),
+                                              f"{first_path}", _point_or_none(first, command)))
         loaded.setdefault(key, (path, result))
     raw_dirs = {key: _checked_raw_dir(path, result["run"]["cell_id"]) for key, (path, result) in loaded.items()}
     report = IngestReport(files=len(loaded))
@@ -130,7 +141,7 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             for command in series_commands(result):
                 sid, dims = series_key(result, command)
                 series_meta.setdefault(sid, (dims, result["environment"].get("arch")))
-                new_points.setdefault((sid, month), []).append(point_from_result(result, command))
+                new_points.setdefault((sid, month), []).append((path, point_from_result(result, command)))
 
         if report.emulated:
             report.notes.append(f"{report.emulated} result file(s) measured under emulation were not added to any "
@@ -146,14 +157,17 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             old = b""
             if entry is not None and month in (entry.get("shards") or []):
                 old = store.verify_shard(sid, month, entry)
-                seen = {(p["run_id"], p["cell_id"]) for p in parse_jsonl(old, shard)}
+                present = {(p["run_id"], p["cell_id"]): p for p in parse_jsonl(old, shard)}
             else:
-                seen = set()
+                present = {}
+            seen = set(present)
             fresh = []
-            for point in points:
+            for path, point in points:
                 key = (point["run_id"], point["cell_id"])
                 if key in seen:
                     report.skipped += 1
+                    if key in present:
+                        conflicts.extend(_differences(path, point, f"{shard.relative_to(store.path)}", present[key]))
                     continue
                 seen.add(key)
                 fresh.append(point)
@@ -179,11 +193,19 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
                 digests = dict(series_index[sid].get("shard_digests") or {}, **new_digests[sid])
                 series_index[sid]["shard_digests"] = dict(sorted(digests.items()))
         report.series = sorted(added_by_sid)
+        report.conflicts = conflicts
+        if conflicts and strict:
+            raise ConflictingResultError(
+                f"{len(conflicts)} result(s) already present with other numbers (nothing was written): "
+                + "; ".join(conflicts[:5]) + (" ..." if len(conflicts) > 5 else ""),
+                hint="a run_id/cell_id is written once: give the new run its own --run-id, or drop the stale file; "
+                     "without --strict the history keeps its numbers and this is a warning")
 
         # 2c. result copies and fingerprints (both write-once), then the journal, then shards:
         # staged to temp files, made durable with one sync, renamed
         staged: list[tuple[Path, Path]] = []
         new_runs: set[Path] = set()
+        absent = _absent_paths(store.path, [dest for dest, _ in destinations])
         try:
             fingerprints_seen: set[str] = set()
             for key, (path, result) in loaded.items():
@@ -212,7 +234,10 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
                 store.write_pending_index(index)
             commit_staged(staged)
         except BaseException:
+            # disk full, a file-size limit, Ctrl-C: the history as it was, without the folders
+            # this ingest made on the way (under the lock, so they are ours)
             discard_staged(staged)
+            _remove_new(store.path, absent)
             raise
 
         # 3. the index, last
@@ -220,6 +245,38 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike]) -> In
             store.write_index(index)
         store.write_format()
     return report
+
+
+#: How many differing values one conflict names (the message stays one readable line).
+MAX_NAMED_DIFFERENCES = 4
+
+
+def _point_or_none(result: dict, command: str) -> dict | None:
+    return point_from_result(result, command) if command in series_commands(result) else None
+
+
+def _flat(value, prefix: str = "") -> dict[str, object]:
+    if isinstance(value, dict):
+        out: dict[str, object] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _differences(path: Path, new: dict, where: str, old: dict | None) -> list[str]:
+    """One sentence naming the file and the values that differ from what is kept, or []."""
+    if old is None:
+        return [f"{path}: {new['run_id']}/{new['cell_id']} has a series {where} does not have"]
+    flat_new, flat_old = _flat(new), _flat(old)
+    # medians first (rps before latency): what an operator compares; spreads and bounds after
+    changed = sorted((k for k in set(flat_new) | set(flat_old) if flat_new.get(k) != flat_old.get(k)),
+                     key=lambda k: (not k.endswith(".median"), ".rps." not in k, k))
+    if not changed:
+        return []
+    shown = ", ".join(f"{k} {flat_old.get(k)!r} kept, {flat_new.get(k)!r} ignored" for k in changed[:MAX_NAMED_DIFFERENCES])
+    more = f" (+{len(changed) - MAX_NAMED_DIFFERENCES} more)" if len(changed) > MAX_NAMED_DIFFERENCES else ""
+    return [f"{path}: {new['run_id']}/{new['cell_id']} is already in {where} with other numbers: {shown}{more}"]
 
 
 def _destinations(store: HistoryStore, loaded) -> list[tuple[Path, str]]:
@@ -237,6 +294,33 @@ def _destinations(store: HistoryStore, loaded) -> list[tuple[Path, str]]:
             sid, _dims = series_key(result, command)
             out.append((store.shard_path(sid, month), "series shard"))
     return out
+
+
+def _absent_paths(root: Path, destinations: list[Path]) -> list[Path]:
+    """The destinations and the folders on their way (inside ``root``) that do not exist yet."""
+    absent: set[Path] = set()
+    for dest in destinations:
+        for path in [dest, *dest.parents]:
+            if path == root or root not in path.parents:
+                break
+            if not os.path.lexists(path):
+                absent.add(path)
+    return sorted(absent, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_new(root: Path, absent: list[Path]) -> None:
+    """After a failed write: new run folders (result and raw copies are not in the journal) go
+    whole; other new folders only when empty (a renamed shard belongs to the journal)."""
+    runs = root / "runs"
+    for path in absent:
+        if not os.path.lexists(path):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            if runs in path.parents:
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    path.rmdir()
 
 
 def _update_entry(entry: dict, points: list[dict]) -> None:
@@ -297,7 +381,15 @@ def _copytree_atomic(src: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
-        shutil.copytree(src, tmp / "x")
+        # file by file, not shutil.copytree: copytree folds a full disk into shutil.Error (no
+        # errno), and the operator would get a traceback instead of "no space left"
+        (tmp / "x").mkdir()
+        for item in sorted(src.rglob("*")):
+            target = tmp / "x" / item.relative_to(src)
+            if item.is_dir():
+                target.mkdir()
+            else:
+                shutil.copyfile(item, target)
         os.replace(tmp / "x", dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -98,6 +98,7 @@ def publish(
     site_branch: str | None = None,
     site_subdir: str | None = None,
     shallow: bool = True,
+    strict: bool = False,
 ) -> PublishReport:
     """Ingest ``results`` into ``<checkout>/<history_subdir>`` on ``branch`` and push.
 
@@ -129,11 +130,11 @@ def publish(
     load_all(paths)                             # every file valid before any git work
     with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
         return _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir,
-                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow)
+                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow, strict)
 
 
 def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
-             site_branch, site_subdir, shallow):
+             site_branch, site_subdir, shallow, strict=False):
     in_place = is_worktree(remote_str)
     temp = None
     if in_place:
@@ -158,7 +159,7 @@ def _publish(paths, remote_str, branch, history_subdir, message, max_retries, be
                 git("remote", "set-url", "--", "origin", remote_str)
             else:
                 git("remote", "add", "--", "origin", remote_str)
-        layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place)
+        layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place, strict)
         return _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for)
     finally:
         if temp is not None:
@@ -175,6 +176,7 @@ class _Layout:
     site_branch: str | None
     site_subdir: str | None
     shallow: bool
+    strict: bool = False     # ingest --strict: a known run_id/cell_id with other numbers fails the publish
 
 
 _SITE_INDEX = "vkbench-site.index"   # the site branch's own index file inside .git
@@ -237,7 +239,7 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         if layout.site_branch is not None:
             site_parent = _checkout_site(git, root, layout)
             check_no_symlink(root, root / layout.site_subdir, "site")
-        report = ingest(HistoryStore(root / layout.history_subdir), paths)
+        report = ingest(HistoryStore(root / layout.history_subdir), paths, strict=layout.strict)
         if before_commit is not None:
             before_commit(root)
         data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]

@@ -10,6 +10,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..bidi import isolate
 from ..stats import summarize
 
 #: Dimensions that do not identify a series: repetitions only change precision, and the runner
@@ -162,7 +163,8 @@ def describe(dims: dict, *, with_version: bool = True, with_machine: bool = True
     Dimensions that are at their usual value are still written when they are part of the
     short form so names stay stable when defaults change; rarer dimensions are appended only
     when set, which keeps names short yet unique (see :func:`unique_names`)."""
-    parts = [str(dims.get("command", "?")), str(dims.get("topology", "?"))]
+    # the free-text parts isolated (vkbench.bidi): a right-to-left name cannot reorder the rest
+    parts = [isolate(dims.get("command", "?")), str(dims.get("topology", "?"))]
     parts.append(f"io{dims.get('io_threads', '?')}")
     parts.append(f"P{dims.get('pipeline', '?')}")
     parts.append(f"c{dims.get('clients', '?')}")
@@ -174,10 +176,10 @@ def describe(dims: dict, *, with_version: bool = True, with_machine: bool = True
     if dims.get("tool") not in (None, "valkey-benchmark"):
         parts.append(str(dims["tool"]))
     if with_version:
-        parts.append(f"{dims.get('engine', '?')}:{dims.get('version', '?')}")
+        parts.append(f"{dims.get('engine', '?')}:{isolate(dims.get('version', '?'))}")
     name = " ".join(parts)
     if with_machine:
-        name += f" [{dims.get('machine_class', '?')}]"
+        name += f" [{isolate(dims.get('machine_class', '?'))}]"
     return name
 
 

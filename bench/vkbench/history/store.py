@@ -100,12 +100,14 @@ def series_entry(dims: dict, arch: str | None, points: list[dict], shards: Itera
 class HistoryStore:
     """One history directory. Cheap to construct; every read goes to disk."""
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike, *, version: int | None = None):
+        """``version``: the history's format version when the caller has read it already (a
+        worker handed one series); otherwise read from the history on first need."""
         self.path = Path(path)
         #: Set by :meth:`migrate` when this process upgraded an older history ("1 -> 3").
         self.migrated: str | None = None
         #: The history's format version (its shard file names depend on it): read lazily.
-        self._version: int | None = None
+        self._version: int | None = version
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -452,11 +454,14 @@ class HistoryStore:
     def rebuild_index(self) -> dict:
         """Recompute every series entry from its shards (repair after a crash or a hand
         edit). Dims come from the current index, or from the result copies under runs/ for
-        series the index does not know."""
+        series the index does not know. A point a result copy under runs/ has and no shard has
+        (a deleted or truncated-away shard) is written back into its shard first; what neither
+        holds is named in :attr:`rebuild_notes` (a count per series, against the old index)."""
         from ..results.aggregate import AGGREGATE_COMMANDS
         from ..results.io import validate_result
-        from .series import month_of as _month, series_commands as _commands, series_key as _key
+        from .series import month_of as _month, point_from_result, series_commands as _commands, series_key as _key
 
+        self.rebuild_notes: list[str] = []
         with self.lock():
             try:
                 index = self.index()
@@ -468,7 +473,9 @@ class HistoryStore:
                         if isinstance(old.get("series"), dict):
                             _check_version(self.index_path, old)
                             index["series"] = old["series"]
+            listed = {sid: e.get("points") for sid, e in index["series"].items() if isinstance(e, dict)}
             known = {sid: (e["dims"], e.get("arch")) for sid, e in index["series"].items() if isinstance(e, dict) and "dims" in e}
+            copies: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}     # (sid, month) -> key -> point
             for path in sorted((self.path / "runs").glob("*/*/*.json")):
                 result = validate_result(_read_json(path), source=str(path))
                 # An older ingest's TOTALS series stays listed (readers leave it out, command_series).
@@ -476,6 +483,14 @@ class HistoryStore:
                 for command in [*_commands(result), *aggregates]:
                     sid, dims = _key(result, command)
                     known.setdefault(sid, (dims, result.get("environment", {}).get("arch")))
+                if result.get("environment", {}).get("emulation"):
+                    continue       # ingest keeps emulated numbers out of every series; so does this
+                month = _month(result["run"]["timestamp"])
+                for command in _commands(result):
+                    sid, _dims = _key(result, command)
+                    point = point_from_result(result, command)
+                    copies.setdefault((sid, month), {})[(point["run_id"], point["cell_id"])] = point
+            recovered = self._restore_from_copies(copies)
             series = {}
             # shards on disk keep their names: rebuilding does not migrate (the next ingest does)
             # (the rebuilt index has digests: version 2 at least; shards named the old way stay version 2)
@@ -494,6 +509,17 @@ class HistoryStore:
                 if points:
                     dims, arch = known[sid]
                     series[sid] = series_entry(dims, arch, points, {_month(p["timestamp"]) for p in points}, digests)
+            if recovered:
+                self.rebuild_notes.append(f"{recovered} point(s) restored into their shards from the result copies under runs/")
+            for sid, count in sorted(listed.items()):
+                have = series[sid]["points"] if sid in series else 0
+                if isinstance(count, int) and count > have:
+                    self.rebuild_notes.append(
+                        f"series {sid}: {count - have} of {count} point(s) the old index listed could not be recovered "
+                        "(neither a shard line nor a result copy under runs/ holds them: copies removed by retention?)")
+            if not listed and series:
+                self.rebuild_notes.append("index.json was unreadable: points that are in neither a shard nor a result "
+                                          "copy cannot be counted")
             index["series"] = series
             index["history_version"] = self._version
             runs = self.path / "runs"
@@ -502,6 +528,28 @@ class HistoryStore:
             self.pending_index_path.unlink(missing_ok=True)
             self.write_format(force=True)
             return index
+
+    def _restore_from_copies(self, copies: dict[tuple[str, str], dict[tuple[str, str], dict]]) -> int:
+        """Append to each shard the points its result copies have and it lacks (a missing shard
+        is written new); returns how many. Lines already there are kept as they are."""
+        from ..files import write_bytes_atomic
+        from ..paths import check_no_symlink
+
+        restored = 0
+        for (sid, month), by_key in sorted(copies.items()):
+            path = self.shard_path(sid, month)
+            old = path.read_bytes() if path.is_file() else b""
+            if old and not old.endswith(b"\n"):
+                old = old[: old.rfind(b"\n") + 1]      # a truncated last line: its point comes back from its copy
+            present = {(p["run_id"], p["cell_id"]) for p in parse_jsonl(old, path)} if old else set()
+            missing = sorted((p for key, p in by_key.items() if key not in present), key=sort_key)
+            if not missing:
+                continue
+            check_no_symlink(self.path, path, "series shard")     # a symlinked folder would take the write elsewhere
+            lines = "".join(json.dumps(p, separators=(",", ":"), allow_nan=False) + "\n" for p in missing)
+            write_bytes_atomic(path, old + lines.encode("utf-8"))
+            restored += len(missing)
+        return restored
 
     def write_pending_index(self, index: dict) -> None:
         """The journal: the index as it will be once the staged shards are renamed."""

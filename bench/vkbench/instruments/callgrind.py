@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,21 +62,37 @@ class CallgrindProfile:
         return [r for r in rows[:limit] if r[1] > 0]
 
 
-def function_diff(before: CallgrindProfile, after: CallgrindProfile, *, before_ops: int, after_ops: int,
-                  limit: int | None = 20, event: str = "Ir") -> list[dict]:
-    """Which functions' self cost per operation changed most between two dumps (two windows,
-    two servers, two builds): ``{function, before, after, delta}`` per operation, biggest
-    absolute change first. Self costs, so a change is named where it happens, not in every
-    caller above it."""
+def self_cost_diff(before: Mapping[str, int], after: Mapping[str, int], *, before_ops: int, after_ops: int,
+                   limit: int | None = 20) -> list[dict]:
+    """``{function, before, after, delta}`` per operation for every function whose self cost per
+    operation differs, biggest absolute change first (ties by name: the same input gives the same
+    list). The maps are function -> self instructions, e.g. summed over windows and servers."""
     if before_ops <= 0 or after_ops <= 0:
         raise ValueError("operation counts must be positive")
     rows = []
-    for fn in set(before.self_cost) | set(after.self_cost):
-        b, a = before.self_of(fn, event) / before_ops, after.self_of(fn, event) / after_ops
+    for fn in set(before) | set(after):
+        b, a = before.get(fn, 0) / before_ops, after.get(fn, 0) / after_ops
         if a != b:
             rows.append({"function": fn, "before": round(b, 3), "after": round(a, 3), "delta": round(a - b, 3)})
     rows.sort(key=lambda r: (-abs(r["delta"]), r["function"]))
     return rows[:limit] if limit else rows
+
+
+def add_costs(into: dict[str, int], costs: Mapping[str, int]) -> dict[str, int]:
+    """Sum ``costs`` (function -> self instructions) into ``into``; returns ``into``."""
+    for fn, cost in costs.items():
+        into[fn] = into.get(fn, 0) + cost
+    return into
+
+
+def function_diff(before: CallgrindProfile, after: CallgrindProfile, *, before_ops: int, after_ops: int,
+                  limit: int | None = 20, event: str = "Ir") -> list[dict]:
+    """Which functions' self cost per operation changed most between two dumps (two windows,
+    two servers, two builds): ``{function, before, after, delta}`` per operation, biggest
+    absolute change first (:func:`self_cost_diff`)."""
+    return self_cost_diff({fn: c.get(event, 0) for fn, c in before.self_cost.items()},
+                          {fn: c.get(event, 0) for fn, c in after.self_cost.items()},
+                          before_ops=before_ops, after_ops=after_ops, limit=limit)
 
 
 def parse(text: str, *, source: str = "<callgrind>") -> CallgrindProfile:
@@ -233,4 +250,4 @@ def read_any(path: str | os.PathLike) -> CallgrindProfile:
     return parse(data.decode("utf-8", errors="replace"), source=str(path))
 
 
-__all__ = ["CallgrindProfile", "parse", "read", "read_any", "function_diff", "MAX_DUMP_BYTES"]
+__all__ = ["CallgrindProfile", "parse", "read", "read_any", "function_diff", "self_cost_diff", "add_costs", "MAX_DUMP_BYTES"]

@@ -11,8 +11,9 @@ Two sources, best first:
    self instructions per operation over all windows). Coarser: a function outside either top 20 is
    missing, and the rows say where they come from.
 
-Used by detection (an incident's ``instruction_diff``, shown in the issue body and on the site) and
-by ``tools/instruction_diff.py``.
+Used by detection (an incident's ``instruction_diff``, shown in the issue body and on the site), by
+``tools/instruction_diff.py``, and by ``vkbench ab --instrument instructions`` (:func:`self_cost_diff` of
+the self costs summed over every window of every seed pair, :mod:`vkbench.ab_counts`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from ..errors import ParseError, ResultFileError
 from ..results.io import load_result
-from .callgrind import function_diff, read_any
+from .callgrind import add_costs, function_diff, read_any, self_cost_diff
 
 #: Rows of the "which functions changed" table kept per incident.
 DIFF_ROWS = 10
@@ -178,5 +179,5 @@ def attach_instruction_diffs(store, incidents: list[dict], change_points: list[d
                 break
 
 
-__all__ = ["DIFF_ROWS", "attach_instruction_diffs", "InstructionDiff", "describe_source", "diff_dumps", "diff_results", "diff_top_functions",
+__all__ = ["DIFF_ROWS", "add_costs", "self_cost_diff", "attach_instruction_diffs", "InstructionDiff", "describe_source", "diff_dumps", "diff_results", "diff_top_functions",
            "dumps_of", "to_markdown"]

@@ -51,5 +51,6 @@ def github_matrix(cells: list[Cell]) -> dict:
 
 
 def _label(cell: Cell) -> str:
+    counted = f" {cell.instrument}" if cell.instrument != "wallclock" else ""
     return (f"{cell.server} {cell.topology} io{cell.io_threads} {'+'.join(cell.tests)} "
-            f"P{cell.pipeline} {cell.tool} [{cell.runner}]")
+            f"P{cell.pipeline} {cell.tool}{counted} [{cell.runner}]")

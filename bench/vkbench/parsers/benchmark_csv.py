@@ -117,13 +117,15 @@ class _FastRow:
 def _split(line: str, header: list[str] | None) -> list[str]:
     """The cells of one CSV line. redis-benchmark prints a custom command's title unescaped
     (``"SET k {"a":1,"b":2}",...``): when the csv module finds more cells than the header has,
-    the figures are taken from the right and everything before them is the test name."""
+    the figures are taken from the right and everything before them is the test name. A name
+    that itself splits into whole quoted cells (``"SET","1000"``) is a row with one cell too
+    many, not a title: that row is refused (the caller's column check)."""
     row = next(csv.reader([line]))
     width = len(header) if header else 2
     if row[0] != HEADER_FIRST_CELL and len(row) > width and line.endswith('"'):
         parts = line.rsplit(",", width - 1)
         name, figures = parts[0], parts[1:]
-        if name.startswith('"') and name.endswith('"') and len(name) >= 2 and all(
+        if '","' not in name and name.startswith('"') and name.endswith('"') and len(name) >= 2 and all(
                 len(f) >= 2 and f.startswith('"') and f.endswith('"') for f in figures):
             return [name[1:-1], *(f[1:-1] for f in figures)]
     return row
@@ -144,8 +146,11 @@ def _record(row: list[str], header: list[str] | None, *, source: str, tool: str,
             raise fail(source, f"CSV row with {len(row)} columns but no header row: {row!r}"[:300],
                        hint="the header line was lost; keep the whole --csv output")
         header = ["test", "rps"]
-    if len(row) != len(header):
+    if len(row) < len(header):
         raise fail(source, f"truncated CSV row ({len(row)} of {len(header)} columns): {row!r}"[:300])
+    if len(row) > len(header):
+        raise fail(source, f"CSV row with {len(row)} columns, more than its header's {len(header)}: {row!r}"[:300],
+                   hint="an extra field is not a figure vkbench can place; keep the tool's own --csv output unedited")
     values = dict(zip(header, row))
     rps = quick_figure(values["rps"])
     if rps is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BenchmarkFailedError
+from ..errors import BenchmarkFailedError, OutputLimitError, ToolTimeoutError
 from ..topology.backend import Deployment
 from . import preload as preloading
 from .process import run_tools
@@ -13,7 +13,7 @@ from .tools import MEMTIER_FATAL, ToolCommand
 
 
 def prepare_catalog_cell(cell, deployment: Deployment, tool, *, raw_dir: Path, timeout: float,
-                         scrub) -> dict:
+                         scrub, output_limit: int | None = None) -> dict:
     """Run the preload and the init commands; return what the result records about them."""
     entry = cell.catalog
     done: dict = {}
@@ -24,10 +24,21 @@ def prepare_catalog_cell(cell, deployment: Deployment, tool, *, raw_dir: Path, t
                 *entry.preload]
         if deployment.spec.topology.is_cluster:
             argv.append("--cluster-mode")
+        if deployment.spec.tls:
+            argv += deployment.spec.tls.memtier_args()
         command = ToolCommand(argv, secret=password, fatal=MEMTIER_FATAL)
         command.env.update(getattr(tool, "env", {}) or {})
-        run = run_tools([command], cpus=cell.cpu.client if cell.cpu else None, timeout=timeout)[0]
+        limit = {"output_limit": output_limit} if output_limit else {}
+        run = run_tools([command], cpus=cell.cpu.client if cell.cpu else None, timeout=timeout, **limit)[0]
         (raw_dir / "preload.txt").write_text(scrub(run.output))
+        if run.timed_out:
+            raise ToolTimeoutError(f"the spec's preload (memtier_benchmark) did not finish within {timeout:g} s (--timeout); "
+                                   "the cell was stopped: its servers, pid files and temporary folders are removed",
+                                   hint=f"raise --timeout; the output so far is in {raw_dir / 'preload.txt'}")
+        if run.output_limit:
+            raise OutputLimitError(f"the spec's preload (memtier_benchmark) printed more than {run.output_limit} bytes "
+                                   "(--output-limit) and was stopped; the cell was stopped",
+                                   hint=f"see {raw_dir / 'preload.txt'}; raise --output-limit if this is expected")
         if run.timed_out or run.aborted or run.exit_code != 0:
             why = "timed out" if run.timed_out else (scrub(run.aborted) if run.aborted else f"exited with {run.exit_code}")
             raise BenchmarkFailedError(f"the spec's preload (memtier_benchmark) {why}",

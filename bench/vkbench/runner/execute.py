@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import Callable
 
 from .. import RESULT_SCHEMA_VERSION, __version__
-from ..errors import BenchmarkFailedError, ParseError, VkbenchError
+from ..errors import BenchmarkFailedError, OutputLimitError, ParseError, ToolTimeoutError, VkbenchError
 from ..matrix.model import Cell
 from ..topology.backend import Backend, Deployment, DeploymentSpec
 from ..topology.model import ServerSettings, Topology
+from ..topology.tls import make_tls_files, require_tls
 from . import preload as preloading
 from . import server_stats
 from ..results.aggregate import split_aggregate
 from .aggregate import merge_target_records, summarize_repetitions
 from .cpu import CpuSnapshot, server_cores_used
-from .process import run_tools
+from .process import DEFAULT_OUTPUT_LIMIT, ToolRun, run_tools
 from .tools import build_command, targets
 from .workdirs import make_workdir
 from .validity import _cpuset_size, check, client_thread_count, emulated_validity
@@ -44,7 +45,8 @@ class RunContext:
     workflow_run_url: str | None = None
     environment: dict = field(default_factory=dict)
     tool_paths: dict[str, object] = field(default_factory=dict)   # tool name -> servers.Binary
-    repetition_timeout: float = 600.0
+    repetition_timeout: float = 600.0       # --timeout: bounds every phase (catalog preload, preload, warm-up, each repetition)
+    output_limit: int = DEFAULT_OUTPUT_LIMIT  # --output-limit: bytes one tool process may print
     work_dir: Path | None = None
     profile: bool = False                   # one extra, unmeasured repetition under perf (--profile)
 
@@ -98,10 +100,16 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
     # after it exists.
     work_root = make_workdir("vkbench-", ctx.work_dir)     # owner.json first: see runner/workdirs.py
     try:
+        # A TLS cell's throw-away CA and certificates live (and die) with the servers' configs.
+        tls = None
+        if cell.workload and cell.workload.tls:
+            require_tls(Path(tool.path), cell.tool)
+            tls = make_tls_files(work_root.resolve() / "tls")
         spec = DeploymentSpec(
             topology=Topology.parse(cell.topology), engine=cell.engine, version=cell.version,
             settings=ServerSettings(io_threads=cell.io_threads, extra_args=tuple(cell.extra_server_args)),
             password=password, run_dir=work_root.resolve(), server_cpus=cell.cpu.server if cell.cpu else None,
+            tls=tls,
         )
         raw_dir.mkdir(parents=True, exist_ok=True)
         if progress:
@@ -120,7 +128,8 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
                 from .profiling import profile_repetition
 
                 state.profile = profile_repetition(cell, deployment, tool, raw_dir=raw_dir, password=password,
-                                                   timeout=ctx.repetition_timeout, scrub=lambda t: _scrub(t, password))
+                                                   timeout=ctx.repetition_timeout, scrub=lambda t: _scrub(t, password),
+                                                   output_limit=ctx.output_limit)
     finally:
         state.duration_s += time.monotonic() - t_cell
         try:
@@ -128,6 +137,11 @@ def run_repetitions(state: CellState, ctx: RunContext, count: int, progress: Pro
                 _keep_server_logs(work_root, raw_dir)
         finally:
             shutil.rmtree(work_root, ignore_errors=True)
+
+
+def _tls_of(deployment: Deployment | None):
+    """The deployment's TLS certificates (None: a plain deployment, or none at all)."""
+    return getattr(getattr(deployment, "spec", None), "tls", None)
 
 
 def _keep_server_logs(work_root: Path, raw_dir: Path) -> None:
@@ -150,7 +164,7 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
         from .catalog_prepare import prepare_catalog_cell
 
         prepared = prepare_catalog_cell(cell, deployment, tool, raw_dir=raw_dir,
-                                        timeout=ctx.repetition_timeout,
+                                        timeout=ctx.repetition_timeout, output_limit=ctx.output_limit,
                                         scrub=lambda t: _scrub(t, deployment.spec.password))
         state.catalog_prepared = state.catalog_prepared or prepared
     reads = preloading.cell_reads(cell)
@@ -158,7 +172,9 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
         reads = False      # the spec's own preload wrote the keyspace; its key count is recorded above
     if cell.preload and cell.keyspace and reads:
         before = preloading.used_memory(deployment)
-        written = preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell))
+        written = preloading.preload_keyspace(deployment, cell.keyspace, cell.data_size, names=preloading.key_names(cell),
+                                              deadline=time.monotonic() + ctx.repetition_timeout,
+                                              timeout_s=ctx.repetition_timeout)
         preloading.wait_replicas_synced(deployment)
         if state.memory is None:    # an interleaved run preloads once per round: the first one counts
             from ..instruments.valgrind import memory_block
@@ -168,12 +184,31 @@ def _prepare(state: CellState, deployment: Deployment, tool, ctx: RunContext, ra
         state.keys_before_reads = preloading.total_keys(deployment)
     if cell.warmup:
         commands = [build_command(cell, t, deployment.spec.password, str(tool.path), requests=cell.warmup,
-                                  tool_env=getattr(tool, "env", None))
+                                  tool_env=getattr(tool, "env", None), tls=deployment.spec.tls)
                     for t in targets(cell, deployment)]
         for c in commands:
             c.env.update(getattr(tool, "env", {}) or {})
-        runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
+        runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout,
+                         output_limit=ctx.output_limit)
         (raw_dir / "warmup.txt").write_text(_scrub("".join(r.output for r in runs), deployment.spec.password))
+        check_phase(runs, "warm-up", cell.tool, ctx, raw_dir / "warmup.txt")
+
+
+def check_phase(runs: list[ToolRun], phase: str, tool: str, ctx: RunContext, raw_file: Path) -> None:
+    """A phase that overran --timeout or printed past --output-limit stops the cell (the caller's
+    context managers then stop the servers and remove the pid files and temp folders)."""
+    for run in runs:
+        if run.timed_out:
+            raise ToolTimeoutError(
+                f"{tool} did not finish its {phase} within {ctx.repetition_timeout:g} s (--timeout); the cell was "
+                "stopped: its servers, pid files and temporary folders are removed",
+                hint=f"raise --timeout or lower requests/warmup; the output so far is in {raw_file}")
+        if run.output_limit:
+            raise OutputLimitError(
+                f"{tool} printed more than {run.output_limit} bytes ({run.output_limit / 1048576:g} MiB, --output-limit) "
+                f"in its {phase} and was stopped; the cell was stopped: its servers, pid files and temporary folders are removed",
+                hint=f"the first {run.output_limit / 1048576:g} MiB are in {raw_file}; a benchmark tool prints a few KiB "
+                     "(check VKBENCH_TOOL_* and the tool's arguments), or raise --output-limit")
 
 
 def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunContext, raw_dir: Path,
@@ -187,7 +222,8 @@ def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunCont
         commands = []
         for n, target in enumerate(targets(cell, deployment)):
             json_out = str(json_dir / f"memtier-{n}.json") if cell.tool == "memtier_benchmark" else None
-            cmd = build_command(cell, target, password, str(tool.path), json_out=json_out, tool_env=getattr(tool, "env", None))
+            cmd = build_command(cell, target, password, str(tool.path), json_out=json_out,
+                                tool_env=getattr(tool, "env", None), tls=_tls_of(deployment))
             cmd.env.update(getattr(tool, "env", {}) or {})
             commands.append(cmd)
         state.command_line = commands[0].display()
@@ -195,22 +231,21 @@ def _one_repetition(state: CellState, deployment: Deployment, tool, ctx: RunCont
         server_window = server_stats.begin(deployment)
         before = CpuSnapshot.take(deployment.server_pids)
         started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout)
+        runs = run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=ctx.repetition_timeout,
+                         output_limit=ctx.output_limit)
         wall = max(r.elapsed_s for r in runs)
         after = CpuSnapshot.take(deployment.server_pids)
         server = server_stats.end(server_window, wall)   # the window spans the tool processes
         raw_name = f"rep-{index + 1}.txt"
         raw_text = _scrub("\n".join(r.output for r in runs), password)
         (raw_dir / raw_name).write_text(raw_text)
+        check_phase(runs, f"repetition {index + 1}", cell.tool, ctx, raw_dir / raw_name)
         durations: list[float | None] = []
         try:
             per_target = []
             for n, (cmd, run) in enumerate(zip(commands, runs)):
                 source = f"{raw_dir.name}/{raw_name}"
                 json_text = _keep_json(cmd, raw_dir, f"rep-{index + 1}.memtier-{n}.json", password)
-                if run.timed_out:
-                    raise BenchmarkFailedError(f"{cell.tool} did not finish within {ctx.repetition_timeout:.0f} s",
-                                               hint="lower requests or raise --timeout")
                 output = _scrub(run.output, password)
                 records = parse_tool_run(output, tool=cell.tool, json_text=json_text, source=source)
                 if run.aborted:

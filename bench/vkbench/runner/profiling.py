@@ -17,19 +17,20 @@ from .tools import build_command, targets
 
 
 def profile_repetition(cell: Cell, deployment: Deployment, tool, *, raw_dir: Path, password: str,
-                       timeout: float, scrub) -> dict:
+                       timeout: float, scrub, output_limit: int | None = None) -> dict:
     """Run the cell's tool once more while perf records the servers; the result's ``profile`` block."""
     from ..parsers import parse_output
 
     commands = []
     for target in targets(cell, deployment):
         # No memtier JSON file here: its text output on stdout carries the rps as well.
-        cmd = build_command(cell, target, password, str(tool.path))
+        cmd = build_command(cell, target, password, str(tool.path), tls=deployment.spec.tls)
         cmd.env.update(getattr(tool, "env", {}) or {})
         commands.append(cmd)
 
     def body():
-        return run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=timeout)
+        limit = {"output_limit": output_limit} if output_limit else {}
+        return run_tools(commands, cpus=cell.cpu.client if cell.cpu else None, timeout=timeout, **limit)
 
     out_file = raw_dir / PROFILE_FILE
     block, runs = perf.record(deployment.server_pids, body, out_file=out_file)

@@ -89,7 +89,7 @@ def begin(deployment: Deployment) -> Window:
     window = Window()
     try:
         for endpoint in deployment.primaries:
-            client = connect(endpoint.host, endpoint.port, deployment.spec.password, timeout=TIMEOUT_S)
+            client = connect(endpoint.host, endpoint.port, deployment.spec.password, timeout=TIMEOUT_S, tls=deployment.spec.tls)
             window.clients.append(client)
         window.reset = True
         for client in window.clients:

@@ -24,6 +24,7 @@ class RunOptions:
     workflow_run_url: str | None = None
     interleave: bool = False
     timeout: float = 600.0
+    output_limit: int | None = None       # bytes one tool process may print (None: the default, 4 MiB)
     state_dir: Path | None = None
     server_host: str | None = None
     profile: bool = False
@@ -72,9 +73,15 @@ class RunReport:
         """Exit with the code of the first failure (after every cell had its chance)."""
         if not self.failures:
             return
-        first = self.failures[0].error
-        n = len(self.failures)
-        raise type(first)(f"{n} of {len(self.outcomes)} cells failed; first: {first.message}", hint=first.hint)
+        failed = self.failures[0]
+        first, n = failed.error, len(self.failures)
+        # The cause comes first (an annotation shows its first line): "image ... runs valkey 8.0.1,
+        # the cell asks for 9.0.0", not a generic "cells failed".
+        cause, _, details = first.message.partition("\n")
+        counted = f"{cause} (cell {failed.cell.cell_id}; {n} of {len(self.outcomes)} cells failed)"
+        error = type(first)(counted + (f"\n{details}" if details else ""), hint=first.hint)
+        error.title = f"{failed.cell.cell_id}: {cause}"[:240]
+        raise error
 
 
 def _state_dir(options: RunOptions) -> Path:
@@ -110,8 +117,8 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     # Fail before starting anything when a binary is missing: exit code 3, with the fetch hint.
     tools = {name: resolve_tool(name) for name in sorted({c.tool for c in cells})}
     if options.backend == "native":
-        for engine, version in sorted({(c.engine, c.version) for c in cells}):
-            resolve_server(engine, version)
+        for engine, version, tls in sorted({(c.engine, c.version, bool(c.workload and c.workload.tls)) for c in cells}):
+            resolve_server(engine, version, tls=tls)
 
     options.out_dir.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(
@@ -119,6 +126,7 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
         machine_class=options.machine_class, workflow_run_url=options.workflow_run_url,
         environment=fingerprint(probe_container_runtime=options.backend == "compose"),
         tool_paths=tools, repetition_timeout=options.timeout, profile=options.profile,
+        **({"output_limit": options.output_limit} if options.output_limit else {}),
     )
     states = [CellState(cell) for cell in cells]
     errors: dict[str, VkbenchError] = {}

@@ -9,9 +9,11 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..capped_output import run_capped
 from ..errors import UsageError
 from ..matrix.model import Cell
 from ..topology.backend import Deployment, Endpoint
+from ..topology.tls import TlsFiles
 
 
 @dataclass
@@ -55,8 +57,7 @@ def _documented_auth_env(tool_path: str, library_path: str) -> tuple[str, ...]:
     valkey-cli, redis-cli); () for the benchmark tools released so far."""
     env = dict(os.environ, LD_LIBRARY_PATH=library_path) if library_path else None
     try:
-        proc = subprocess.run([tool_path, "--help"], capture_output=True, text=True, timeout=10, env=env,
-                              stdin=subprocess.DEVNULL)
+        proc = run_capped([tool_path, "--help"], timeout=10, env=env)
     except (OSError, subprocess.SubprocessError):
         return ()
     text = proc.stdout + proc.stderr
@@ -78,7 +79,7 @@ def _env_auth_works(tool_path: str, tool_env: tuple[tuple[str, str], ...], varia
         if var not in variables:
             env.pop(var, None)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env, stdin=subprocess.DEVNULL)
+        proc = run_capped(argv, timeout=30, env=env)
     except (OSError, subprocess.SubprocessError):
         return False
     return proc.returncode == 0 and not _AUTH_REFUSED.search(proc.stdout + proc.stderr)
@@ -116,10 +117,14 @@ def build_command(
     json_out: str | None = None,
     host: str | None = None,
     tool_env: dict[str, str] | None = None,
+    tls: TlsFiles | None = None,
 ) -> ToolCommand:
     """One invocation of the tool. ``requests``/``tests`` override the cell's (warm-up, preload):
     such a run is not a measurement, so memtier then runs exactly ``requests`` once (no
-    --test-time, no --run-count)."""
+    --test-time, no --run-count). ``tls``: the deployment's certificates, for a TLS cell."""
+    workload = cell.workload
+    if workload and workload.tls and tls is None:
+        raise UsageError("a TLS cell needs the deployment's certificates", hint="deploy with DeploymentSpec(tls=...)")
     tests = tests or cell.tests
     measured = requests is None
     requests = requests if requests is not None else cell.requests
@@ -131,7 +136,7 @@ def build_command(
         # the result says so (tool.password_via: argv).
         workload = cell.workload
         probe_args = tuple(["--user", workload.acl_user] if workload and workload.acl_user else []) + \
-            tuple(["--tls"] if workload and workload.tls else [])
+            tuple(tls.benchmark_args() if tls else [])
         auth_env = _auth_env_for(tool_path, tool_env, host, target.port, password, probe_args) if password else {}
         auth = [] if auth_env or not password else ["-a", password]
         argv = [tool_path, "-h", host, "-p", str(target.port), *auth,
@@ -151,10 +156,12 @@ def build_command(
             argv.append("-3")
         if workload and workload.acl_user:
             argv[1:1] = ["--user", workload.acl_user]
+        if tls:
+            argv += tls.benchmark_args()
         argv += list(cell.tool_args)
         return ToolCommand(argv, env=auth_env, secret=password)
     if cell.tool == "memtier_benchmark":
-        return _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, measured=measured)
+        return _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, measured=measured, tls=tls)
     raise UsageError(f"unsupported tool {cell.tool}")
 
 
@@ -211,7 +218,8 @@ def memtier_request_plan(cell: Cell, requests: int | None) -> tuple[int, int, st
     return connections, per_connection, note
 
 
-def _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, *, measured: bool) -> ToolCommand:
+def _memtier(cell, target, password, tool_path, requests, json_out, host, cluster, *, measured: bool,
+             tls: TlsFiles | None = None) -> ToolCommand:
     threads = cell.client_threads or 1
     per_thread_clients = cell.clients // threads
     workload = cell.workload
@@ -261,6 +269,8 @@ def _memtier(cell, target, password, tool_path, requests, json_out, host, cluste
         argv += ["-n", str(memtier_request_plan(cell, requests)[1])]
     if cluster:
         argv.append("--cluster-mode")
+    if tls:
+        argv += tls.memtier_args()
     if json_out:
         argv += [f"--json-out-file={json_out}"]
     argv += list(cell.tool_args)

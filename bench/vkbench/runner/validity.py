@@ -118,7 +118,8 @@ def check(
         flags.append(_flag("io-threads-oversubscribed", "warning",
                            f"io-threads {cell.io_threads} on {server_cpus} server CPU(s): threads compete for cores "
                            "(the Pi CM4 was slower at io-threads 5 than at 2 on 4 cores)",
-                           "use io-threads at most the number of server CPUs, or give the server more CPUs (cpu: {server: ...})"))
+                           f"run with --io-threads {server_cpus} or less (io_threads in the matrix), or give the server "
+                           "more CPUs (cpu: {server: ...} in the matrix) or the client fewer threads (client_threads)"))
 
     if throttled and throttled not in ("0x0", "0"):
         flags.append(_flag("throttled", "invalid",

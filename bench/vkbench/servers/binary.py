@@ -79,11 +79,11 @@ def probe_version(path: Path, env: dict[str, str] | None = None) -> tuple[str | 
     Also how a freshly fetched binary proves it runs here (missing shared libraries show up now,
     not at the first benchmark).
     """
+    from ..capped_output import run_capped
+
     try:
-        proc = subprocess.run(
-            [str(path), "--version"], capture_output=True, text=True, timeout=10,
-            env=env if env is not None else None,
-        )
+        # capped: a tool that floods its output must not fill memory while it says its version
+        proc = run_capped([str(path), "--version"], timeout=10, env=env if env is not None else None)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, str(exc)
     output = (proc.stdout + proc.stderr).strip()

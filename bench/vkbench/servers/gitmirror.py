@@ -155,6 +155,12 @@ class Mirror:
         out = self._git(["rev-list", "--first-parent", "--reverse", f"{good}..{bad}"], "git rev-list")
         return out.split() if out else []
 
+    def changed_files(self, base: str, head: str) -> list[str]:
+        """Files a pull request from ``base`` to ``head`` changes: ``git diff base...head`` (since
+        their merge base, as GitHub shows a pull request's files). Both must be resolved commits."""
+        out = self._git(["diff", "--name-only", "--no-renames", f"{base}...{head}"], "git diff --name-only")
+        return [line for line in out.splitlines() if line]
+
     def is_ancestor(self, older: str, newer: str) -> bool:
         proc = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=self.path, env=git_env(),
                               capture_output=True, timeout=30)

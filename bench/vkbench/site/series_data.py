@@ -8,7 +8,7 @@
      "fp": [fingerprint code], "fps": [{"id", "label", "detail"}],
      "runs": [url suffix], "run_prefix": "https://github.com/o/r/actions/runs/",
      "r": [repository code], "repos": ["https://github.com/o/valkey/commit/" | "" | null],
-     "m": {"rps": {"med": [...], "lo": [...], "hi": [...]}, "p50": {...}},
+     "m": {"rps": {"med": [...], "lo": [...], "hi": [...]}, "p50": {...}},   (+ instructions_per_op, bytes_per_key)
      "more": ["avg", "p99", ...]  (metrics kept in the latency file),
      "noise": {"rps": 0.03}, "cp": [{"metric", "i", "dir", "mag", "incident"}],
      "notes": [{"i", "text"}], "seg": [0, 30]}
@@ -35,8 +35,11 @@ from typing import Any
 from ..repolinks import commit_prefix
 from .compact import BOUND_DIGITS, Dictionary, common_prefix, epoch, num
 
-METRICS = ("rps", "avg", "min", "p50", "p95", "p99", "p999", "max")
-HEADLINE_METRICS = ("rps", "p50")
+#: The counted metrics (instructions per operation, bytes per key: docs/instructions.md) have their
+#: own charts; they are in the main file (a counted series has little else).
+COUNT_METRICS = ("instructions_per_op", "bytes_per_key")
+METRICS = ("rps", "avg", "min", "p50", "p95", "p99", "p999", "max") + COUNT_METRICS
+HEADLINE_METRICS = ("rps", "p50") + COUNT_METRICS
 COMMIT_DIGITS = 12
 _ENV_LABEL_FIELDS = ("cpu_model", "cores", "arch", "os", "kernel", "virtualization", "container_runtime")
 _ENV_DETAIL_FIELDS = (

@@ -13,6 +13,7 @@ from pathlib import Path
 
 
 from .model import ServerSettings, Topology
+from .tls import TlsFiles
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class DeploymentSpec:
     password: str                    # generated per run; never printed
     run_dir: Path                    # absolute; the backend keeps its files (configs, logs, pid files) below it
     server_cpus: str | None = None   # taskset -c list for the servers, None = no pinning
+    tls: TlsFiles | None = None      # TLS only (port 0, tls-port), with these throw-away certificates
 
 
 @dataclass

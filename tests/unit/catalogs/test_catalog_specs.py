@@ -115,14 +115,17 @@ def test_bounded_yaml_refuses_aliases_depth_and_size():
     assert load_yaml("a: [1, {b: c}]", "ok.yml", CATALOG_BOUNDS) == {"a": [1, {"b": "c"}]}
 
 
-def test_perf_config_several_commands_and_tls_refused():
+def test_perf_config_several_commands_and_a_duration_refused():
     plan = plan_catalog(f"perf:{FIXTURES / 'perf-several-commands.json'}")
     [cell] = plan.cells
     assert (cell.tool, cell.tests, cell.requests, cell.keyspace, cell.pipeline, cell.clients) == (
         "valkey-benchmark", ["set", "get", "lpush", "hset"], 2000, 500, 4, 4)
     assert cell.catalog.groups == ["hash", "list", "string"] and cell.catalog.name == "perf-several-commands.json#0"
     [refused] = plan.refusals
-    assert (refused.name, refused.reason) == ("perf-several-commands.json#1", "TLS")
+    # TLS is no longer a refusal (issue 20): entry #1 is refused for its duration only
+    assert (refused.name, refused.reason) == ("perf-several-commands.json#1", "duration without --requests")
+    [tls_cell] = plan_catalog(f"perf:{FIXTURES / 'perf-several-commands.json'}", {"requests": 100}).cells[1:]
+    assert tls_cell.workload.tls and tls_cell.tests == ["set"]
 
 
 def test_dry_run_json_lists_cells_and_refusals():
@@ -165,7 +168,8 @@ def test_pinned_catalog_selectors():
 
 def test_pinned_perf_configs():
     cluster_tls = plan_catalog("perf:benchmark-configs-cluster-tls.json")
-    assert [r.reason for r in cluster_tls.refusals] == ["TLS"] and not cluster_tls.cells
+    [cell] = cluster_tls.cells
+    assert not cluster_tls.refusals and cell.topology == "cluster:3" and cell.workload.tls
     fts = plan_catalog("perf:fts-benchmarks-arm.json")
     assert [r.reason for r in fts.refusals] == ["module workload"]
     duration = plan_catalog("perf:benchmark-configs.json")

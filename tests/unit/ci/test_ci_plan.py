@@ -91,3 +91,48 @@ def test_annotations_cannot_be_split_or_retitled():
     line = annotation("error", "a: b, c", "one\r\ntwo %0A ::warning::x")
     assert line == "::error title=a%3A b%2C c::one%0D%0Atwo %250A ::warning::x"
     assert "\n" not in line
+
+
+def test_nightly_counts_on_every_class_and_wall_clock_only_on_quiet_ones(step):
+    """Issue 19: the nightly's instruction-count cells (unstable, built from source) run on every
+    runner class, the GitHub-hosted one included, where its wall-clock cells are left out."""
+    code, text, outputs, summary = step(VKBENCH_PRESET="nightly", VKBENCH_RUNNERS="pi-cm4,cloud-x86,github-hosted")
+    assert code == 0, text
+    lines = dict(line.split("=", 1) for line in outputs.splitlines())
+    own, hosted = json.loads(lines["matrix"])["include"], json.loads(lines["hosted_matrix"])["include"]
+    assert {c["runner"] for c in own} == {"pi-cm4", "cloud-x86"}
+    counted = [c for c in own if json.loads(c["cell"]).get("instrument") == "instructions"]
+    assert {c["runner"] for c in counted} == {"pi-cm4", "cloud-x86"}
+    assert all(json.loads(c["cell"])["server"] == "valkey:unstable" for c in counted)
+    assert len(hosted) == int(lines["hosted_cells"]) == len(counted) // 2 >= 1
+    for entry in hosted:
+        cell = json.loads(entry["cell"])
+        assert entry["runner"] == "github-hosted" and entry["runs_on"] == "ubuntu-latest"
+        assert cell["instrument"] == "instructions" and cell["server"] == "valkey:unstable"
+        assert "instructions" in entry["name"]
+    assert int(lines["cells"]) == len(own)
+    assert "GitHub-hosted: 1 instruction-count cells" in summary and "wall-clock cells left out there" in summary
+
+
+def test_a_wall_clock_preset_on_the_hosted_class_alone_is_an_empty_plan(step):
+    code, text, outputs, _ = step(**{**VALID, "VKBENCH_RUNNERS": "github-hosted"})
+    assert code == 2 and "The benchmark plan is empty" in text and outputs == ""
+
+
+def test_hosted_classes_are_declared_apart_from_self_hosted_ones():
+    from vkbench.matrix.runner_classes import load_hosted_classes, load_runner_classes
+
+    classes, roles = load_runner_classes(CLASSES)
+    hosted = load_hosted_classes(CLASSES)
+    assert "github-hosted" in hosted and "github-hosted" not in classes       # never a self-hosted label
+    assert hosted["github-hosted"]["runs_on"] == "ubuntu-latest" and hosted["github-hosted"]["arch"] == "x86_64"
+
+
+def test_a_hosted_class_must_name_a_github_label(tmp_path):
+    from vkbench.errors import ConfigError
+    from vkbench.matrix.runner_classes import load_hosted_classes
+
+    bad = tmp_path / "classes.yaml"
+    bad.write_text("version: 1\nclasses: {cloud-x86: {arch: x86_64}}\nroles: []\nhosted: {gh: {runs_on: self-hosted}}\n")
+    with pytest.raises(ConfigError, match="runs_on"):
+        load_hosted_classes(bad)

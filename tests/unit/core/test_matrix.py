@@ -125,3 +125,15 @@ def test_cell_ids_differ_by_runner_and_are_readable():
     b = Cell(server="valkey:9.1.2", topology="cluster:3", runner="cloud-x86")
     assert a.cell_id != b.cell_id
     assert a.cell_id.startswith("valkey-9.1.2_cluster-3_io1_vb_P1_c50_d3_")
+
+
+def test_a_flag_a_counted_group_cannot_take_leaves_those_cells_out():
+    """nightly's instruction-count group is io-threads 1; `--io-threads 2,4` is meant for the
+    wall-clock groups and leaves the counted cells out instead of failing the plan."""
+    cells = expand_matrix(load_matrix("nightly"), overrides={"io_threads": [2, 4]})
+    assert cells and all(c.instrument == "wallclock" for c in cells)
+    counted = [c for c in expand_matrix(load_matrix("nightly"), overrides={"io_threads": [1]}) if c.instrument != "wallclock"]
+    assert counted and all(c.server == "valkey:unstable" and c.pipeline == 1 and c.clients == 1 for c in counted)
+    # a counted group's own mistake is still an error
+    with pytest.raises(ConfigError, match="instrument instructions"):
+        expand_matrix(load_matrix("nightly"), overrides={"instrument": "instructions", "io_threads": [2]})

@@ -144,12 +144,23 @@ def test_duration_is_refused_without_memtier():
         cell_from_arg('{"server": "valkey:9.1.2", "duration": 10}')
 
 
-def test_tls_is_refused_when_the_cell_is_built():
-    for tool in ("memtier_benchmark", "valkey-benchmark"):
-        with pytest.raises(ConfigError, match="backends do not start TLS servers yet") as caught:
-            cell_from_arg(f'{{"server": "valkey:9.1.2", "tool": "{tool}", "workload": {{"tls": true}}}}')
-        assert caught.value.exit_code == 2
-        assert "drop tls" in caught.value.message
+def test_tls_cell_passes_the_cells_certificates_to_either_tool(tmp_path):
+    """TLS was refused until the backends started TLS servers (issue 20): a TLS cell now builds,
+    and each tool gets --tls with the deployment's CA, client certificate and key."""
+    from vkbench.errors import UsageError
+    from vkbench.topology.tls import TlsFiles
+
+    files = TlsFiles(tmp_path, tmp_path / "ca.crt", tmp_path / "server.crt", tmp_path / "server.key",
+                     tmp_path / "client.crt", tmp_path / "client.key")
+    memtier = cell_from_arg('{"server": "valkey:8.0.1", "tool": "memtier_benchmark", "workload": {"tls": true}}')
+    argv = build_command(memtier, PRIMARY, "pw", "memtier_benchmark", tls=files).argv
+    assert {"--tls", f"--cacert={files.ca_cert}", f"--cert={files.client_cert}", f"--key={files.client_key}"} <= set(argv)
+    bench = cell_from_arg('{"server": "valkey:8.0.1", "workload": {"tls": true}, "topology": "cluster:3"}')
+    argv = build_command(bench, PRIMARY, "", "valkey-benchmark", tls=files).argv
+    assert argv[argv.index("--cacert") + 1] == str(files.ca_cert) and "--tls" in argv and "--cluster" in argv
+    assert argv[argv.index("--key") + 1] == str(files.client_key)
+    with pytest.raises(UsageError, match="certificates"):
+        build_command(bench, PRIMARY, "", "valkey-benchmark")
 
 
 def test_run_flag_duration_sets_test_time_and_is_refused_for_valkey_benchmark():

@@ -187,3 +187,45 @@ def test_a_malformed_confirmations_file_is_exit_7_naming_it(candidate_history, t
     code, out = vk("detect", "--history", candidate_history)
     assert code == 7, out
     assert str(path) in out and f"confirmations/{request['id']}/{field}" in out
+
+
+# -- counted series: the confirmation is an instruction A/B ------------------------------------------
+
+def test_a_timed_candidate_asks_for_a_wallclock_ab(candidate_history):
+    (request,) = run_detection(candidate_history, write=False)["confirmation"]["waiting"]
+    assert request["instrument"] == "wallclock"
+
+
+def test_the_instrument_of_a_confirmation_follows_the_metrics_that_moved():
+    cell = {"server": "valkey:unstable", "requests": 20000, "io_threads": 1, "tests": ["get"]}
+    counted = {"cell": cell, "series": [{"series_id": "a", "metric": "instructions_per_op", "magnitude": 0.004}]}
+    assert confirmations.instrument_for(counted) == "instructions"
+    both = {"cell": cell, "series": [*counted["series"], {"series_id": "b", "metric": "rps", "magnitude": -0.05}]}
+    assert confirmations.instrument_for(both) == "both"
+    threaded = {**both, "cell": {**cell, "io_threads": 4}}          # counts refuse io-threads > 1
+    assert confirmations.instrument_for(threaded) == "wallclock"
+    # The series' own instrument dimension is not the A/B cell's: the request carries it.
+    assert "instrument" not in confirmations.series_cell({"engine": "valkey", "version": "unstable",
+                                                          "instrument": "instructions", "command": "GET"})
+
+
+def _counts_report(change, low, high, mde=0.0008, **extra):
+    row = {"cell": "standalone io1 P1 c1 d3", "command": "GET", "metric": "instructions_per_op", "change": change,
+           "ci_low": low, "ci_high": high, "mde": mde, "rounds": 3, "verdict": "more instructions", **extra}
+    return {"base": {"commit": "a" * 40}, "candidate": {"commit": "b" * 40}, "rows": [], "counts": [row],
+            "counts_target_mde": 0.005, "instrument": "instructions"}
+
+
+@pytest.mark.parametrize("report, status", [
+    (_counts_report(0.004, 0.0035, 0.0045), "confirmed"),            # +0.4 %: a counted regression
+    (_counts_report(0.0004, 0.0001, 0.0007), "rejected"),            # real but below the 0.1 % minimum
+    (_counts_report(-0.003, -0.0035, -0.0025), "rejected"),          # fewer instructions
+    (_counts_report(0.004, -0.01, 0.02, mde=0.03, rounds_for_target=40), "inconclusive"),
+])
+def test_a_counted_confirmation_is_decided_by_the_instruction_rows(report, status):
+    got, row = confirmations.verdict_of(report, 0.02, counted=True, count_min_effect=0.001)
+    assert got == status
+    if status == "inconclusive":
+        assert "seed pairs" in row["verdict"]
+    # the wall-clock reading of the same report has no rows: never confirmed by it
+    assert confirmations.verdict_of(report, 0.02)[0] == "rejected"

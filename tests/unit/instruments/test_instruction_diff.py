@@ -154,3 +154,32 @@ def test_sub_percent_changes_keep_their_digits():
     rep = {"good": {"commit": "a" * 40, "timestamp": "t"}, "bad": {"commit": "b" * 40, "timestamp": "t"}}
     assert title([{"series_id": "s"}], {"s": {"command": "GET"}}, "cloud-x86", "instructions_per_op", 0.005, rep) \
         .endswith("cloud-x86: instructions_per_op +0.5% between aaaaaaa and bbbbbbb")
+
+
+def test_site_charts_counts_and_shows_the_incident_function_diff(tmp_path):
+    """The site: instructions per op is a metric of its own (index, series file), and the incident
+    carries its function-level difference to the overview (data/detect.json)."""
+    from vkbench.site.build import build_site
+
+    rng = np.random.default_rng(4)
+    store = HistoryStore(tmp_path / "history")
+    for night in range(8):
+        parse = 5300 if night >= 7 else 5000
+        dumps = {1: dump(2000, parse)}
+        directory = tmp_path / "res" / f"n{night}"
+        write(directory, counted(night, per_op=(17.3 if night >= 7 else 17.0) * (1 + rng.normal(0, 0.0002)),
+                                 seeds=(1,), dumps=dumps), dumps)
+        ingest(store, [directory])
+    run_detection(store.path)
+    build_site(store.path, tmp_path / "site", reference_dir=None)
+    data = tmp_path / "site" / "data"
+    index = json.loads((data / "index.json").read_text())
+    assert "instructions_per_op" in index["metrics"] and "rps" not in index["metrics"]
+    (series,) = index["series"]
+    main = json.loads((data / "series" / f"{series['id']}.json").read_text())
+    assert len(main["m"]["instructions_per_op"]["med"]) == 8
+    (incident,) = json.loads((data / "detect.json").read_text())["incidents"]
+    assert incident["instruction_diff"]["rows"][0]["function"] == "processMultibulkBuffer"
+    overview = (ROOT / "bench" / "vkbench" / "site" / "static" / "view-overview.js").read_text()
+    assert "instruction_diff" in overview
+    assert '"instructions/op"' in (ROOT / "bench" / "vkbench" / "site" / "static" / "format.js").read_text()

@@ -96,3 +96,30 @@ def test_an_inconclusive_ab_of_the_two_ends_names_no_culprit_and_says_why(line, 
     assert [s.judged for s in report.steps] == ["inconclusive"]
     text = (tmp_path / "b" / "bisect.md").read_text()
     assert "was inconclusive: MDE 80.0% \\> target 2.0%" in text and "Culprit" not in text
+
+
+def test_an_instruction_bisect_follows_the_count_rows_and_names_the_functions(line, cache_root, monkeypatch, tmp_path):
+    """With counts, more instructions is the regression (a positive change), and the culprit's
+    function diff reaches the report."""
+    from vkbench.ab_counts import count_row
+
+    commits = line["commits"]
+
+    def run_ab(options: ABOptions, progress=None) -> ABReport:
+        bad = commits.index(options.candidate) >= 5
+        extra = 24.0 if bad else 0.0
+        row = count_row(CELL, "GET", [7850.0, 7860.0, 7855.0], [7850.0 + extra, 7860.2 + extra, 7854.9 + extra],
+                        target=0.002, seeds=[1, 2, 3],
+                        functions=[{"function": "vkbenchTestCost", "before": 0.0, "after": 24.0, "delta": 24.0}] if bad else [])
+        side = Side("base", options.base, options.base, "good"), Side("candidate", options.candidate, options.candidate, "x")
+        return ABReport(options.url, *side, [], 0, None, 1.0, str(options.out_dir), instrument="instructions",
+                        counts=[row], pairs=3, counts_target_mde=0.002)
+
+    monkeypatch.setattr(bisect, "run_ab", run_ab)
+    report = bisect.run_bisect(line["url"], commits[0], commits[-1],
+                               ABOptions(base="", candidate="", instrument="instructions"), tmp_path / "b")
+    assert report.reproduced and report.culprit == commits[5] and report.metric == "instructions_per_op"
+    assert report.effect == pytest.approx(24 / 7855, rel=1e-2)
+    assert report.functions[0]["function"] == "vkbenchTestCost"
+    text = (tmp_path / "b" / "bisect.md").read_text()
+    assert "instructions per operation" in text and "vkbenchTestCost" in text and "+0.306%" in text

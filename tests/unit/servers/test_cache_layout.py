@@ -102,9 +102,9 @@ def test_a_source_build_alias_is_written_under_its_entry_lock(cache_root, monkey
     seen = []
     real_write_alias = source_build.write_alias
 
-    def write_alias(version, built, ref, url, root=None):
-        seen.append((version, _locked_elsewhere(cache_root, f"valkey-{version}")))
-        return real_write_alias(version, built, ref, url, root)
+    def write_alias(version, built, ref, url, root=None, alias=None):
+        seen.append((alias or version, _locked_elsewhere(cache_root, f"valkey-{alias or version}")))
+        return real_write_alias(version, built, ref, url, root, alias=alias)
 
     monkeypatch.setattr(source_build, "_require_tools", lambda: None)
     monkeypatch.setattr(Mirror, "resolve", lambda self, ref: "c" * 40)

@@ -84,7 +84,7 @@ def test_cache_miss_fetches_with_the_right_fetcher(cache_root, monkeypatch):
 def test_git_ref_goes_to_source_build(cache_root, monkeypatch):
     seen = []
 
-    def fake_build(ref, root=None, progress=None):
+    def fake_build(ref, root=None, progress=None, **_):
         seen.append(ref)
         return make_entry(cache_root, "valkey", ref, {"valkey-server": "Valkey server v=255.255.255"}, source="source-build")
 

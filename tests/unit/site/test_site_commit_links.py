@@ -94,3 +94,14 @@ def test_the_built_site_links_source_builds_to_their_repository(built_site):
     assert bad["commit_url"] == fork + bad["commit"]
     assert incidents["inc-get-io2-pi"]["good"]["commit_url"] == ""
     assert incidents["inc-set-io2-x86"]["bisect"]["culprit_url"] == fork + facts["culprit"]
+
+
+def test_a_source_build_is_named_by_its_commit_on_the_cards():
+    """unstable reports 255.255.255: the card says which commit ran, not that placeholder."""
+    from vkbench.site.build import version_label
+
+    sha = "c419524c05d7544636d5bc0cc0cb333052b0a517"
+    assert version_label({"version": "unstable", "server_version": "255.255.255", "commit": sha}) == "unstable (c419524c05)"
+    assert version_label({"version": sha, "server_version": "255.255.255", "commit": sha}) == sha
+    assert version_label({"version": "9.1.2", "server_version": "9.1.2", "commit": None}) == "9.1.2"
+    assert version_label({"version": "9.1", "server_version": "9.1.2", "commit": "00000000"}) == "9.1 (9.1.2)"

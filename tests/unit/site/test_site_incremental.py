@@ -177,7 +177,7 @@ def test_failed_build_leaves_the_previous_site_untouched(history, tmp_path):
             build_site(root, site, full=full)
         assert str(shard) in err.value.message
         assert tree_hash(site) == before, "the previous site changed"
-        assert sorted(os.listdir(site)) == sorted([".nojekyll", "assets", "data", "history-note.txt", "index.html"])
+        assert sorted(os.listdir(site)) == sorted([".nojekyll", "assets", "data", "digest.html", "history-note.txt", "index.html"])
 
 
 def test_leftovers_of_a_killed_build_are_removed(history, tmp_path):

@@ -5,7 +5,7 @@ import { createCategoryChart } from "./chart-category.js";
 import { dimSelect, lastValue, loadDims } from "./compare-common.js";
 import { loadReference } from "./data.js";
 import { compareValues, valuesOf } from "./dims.js";
-import { fmtValue, METRIC_INFO } from "./format.js";
+import { fmtValue, isolate, METRIC_INFO } from "./format.js";
 import { REFERENCE_COLOR, styleFor } from "./palette.js";
 import { h } from "./ui.js";
 
@@ -45,7 +45,7 @@ export async function renderScaling(root, p, ctx) {
 
   const groups = new Map(); // one line per engine+version and machine class
   for (const s of series) {
-    const key = `${s.dims.server} · ${s.dims.machine_class}`;
+    const key = `${isolate(s.dims.server)} · ${isolate(s.dims.machine_class)}`;
     if (!groups.has(key)) groups.set(key, new Map());
     groups.get(key).set(s.dims.io_threads, s);
   }

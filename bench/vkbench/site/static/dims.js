@@ -1,8 +1,8 @@
 // Series dimensions: which filters exist, which series match, how to name a series briefly.
-import { DIM_LABELS, dimValueText } from "./format.js";
+import { DIM_LABELS, dimValueText, isolate } from "./format.js";
 
 /** The explorer's filters, in the order shown (the issue's list of dimensions). */
-export const FILTER_DIMS = ["server", "topology", "io_threads", "command", "pipeline", "clients", "data_size", "tool", "machine_class", "arch"];
+export const FILTER_DIMS = ["server", "topology", "io_threads", "group", "command", "pipeline", "clients", "data_size", "tool", "machine_class", "arch"];
 
 /** Sorted distinct values of a dimension (numbers numerically, versions naturally). */
 export function valuesOf(series, dim) {
@@ -33,7 +33,7 @@ export function varyingDims(series, dims = null) {
 /** A short name that tells these series apart, e.g. "valkey:9.1.2 · io-threads 2". */
 export function labelFor(s, varying) {
   const parts = varying.map((k) => dimValueText(k, s.dims[k]));
-  return parts.length ? parts.join(" · ") : `${s.dims.server} · ${s.dims.command}`;
+  return parts.length ? parts.join(" · ") : `${isolate(s.dims.server)} · ${isolate(s.dims.command)}`;
 }
 
 /** "pipeline P16 · 50 clients ..." for dimensions that are the same for all these series. */

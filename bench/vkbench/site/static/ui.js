@@ -1,4 +1,5 @@
 // Tiny DOM helpers: no framework, just enough to keep the views readable.
+import { safeText } from "./format.js";
 
 /** h("a.cls", {href}, child, ...) -> element. Strings become text nodes (never HTML). */
 export function h(tag, attrs = {}, ...children) {
@@ -19,7 +20,9 @@ export function h(tag, attrs = {}, ...children) {
 function append(el, children) {
   for (const c of children.flat(Infinity)) {
     if (c == null || c === false) continue;
-    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    // Controls and bidi overrides never reach the page as themselves (format.js safeText); the
+    // views isolate each name inside a string already (format.js isolate).
+    el.append(c instanceof Node ? c : document.createTextNode(safeText(c)));
   }
 }
 

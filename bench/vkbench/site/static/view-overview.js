@@ -3,10 +3,11 @@
 import { createTrendChart } from "./chart.js";
 import { loadDetect, loadSeries, pointInfo } from "./data.js";
 import { FILTER_DIMS, labelFor, varyingDims } from "./dims.js";
-import { fmtAgo, fmtDate, fmtDateTime, fmtPct, METRIC_INFO, shortSha } from "./format.js";
+import { fmtAgo, fmtDate, fmtDateTime, fmtPct, isolate, METRIC_INFO, shortSha } from "./format.js";
 import { styleFor } from "./palette.js";
 import { buildHash } from "./state.js";
 import { empty, extLink, h, section } from "./ui.js";
+import { isFirstRuns, latestRunSection } from "./view-latest.js";
 
 /** How many incident charts to draw at once; more are drawn on request (bytes for the first view). */
 const CHARTS_UP_FRONT = 6;
@@ -68,9 +69,25 @@ function culpritLine(incident) {
     Number.isFinite(b.effect) ? `: ${fmtPct(b.effect)} on ${b.measure || "?"}${interval}` : null, run);
 }
 
+// An incident of instruction counts (detect.json incident.instruction_diff): the functions whose
+// self instructions per operation changed most between the last good and the first bad run.
+function instructionDiff(incident) {
+  const d = incident.instruction_diff;
+  if (!d || !Array.isArray(d.rows) || !d.rows.length) return null;
+  const num = (v) => (Number.isFinite(v) ? v.toFixed(2) : "–");
+  const source = d.source === "callgrind dumps"
+    ? `callgrind dumps of seeds ${(d.seeds || []).join(", ")}` : "the results' top functions";
+  return h("div.table-wrap", {}, h("table.data.instruction-diff", {},
+    h("caption", {}, `Functions whose instructions per ${d.command || "operation"} changed most, last good → first bad (${source})`),
+    h("thead", {}, h("tr", {}, ["function", "good (instr/op)", "bad (instr/op)", "change"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, d.rows.slice(0, 10).map((r) => h("tr", {},
+      h("td", {}, h("code", {}, String(r.function))), h("td", {}, num(r.before)), h("td", {}, num(r.after)),
+      h("td", {}, `${r.delta > 0 ? "+" : ""}${num(r.delta)}`))))));
+}
+
 function magnitudeBadge(incident) {
   const regression = incident.direction === "regression";
-  return h(`span.badge.${regression ? "bad" : "good"}`, {}, `${regression ? "▼" : "▲"} ${fmtPct(incident.magnitude)} ${incident.metric}`);
+  return h(`span.badge.${regression ? "bad" : "good"}`, {}, `${regression ? "▼" : "▲"} ${fmtPct(incident.magnitude, Math.abs(incident.magnitude) < 0.01 ? 2 : 1)} ${incident.metric}`);
 }
 
 function classCard(index, name, cls) {
@@ -87,7 +104,7 @@ function classCard(index, name, cls) {
     h("p", {}, `${latest.series ?? 0} of ${cls.series} series measured`,
       latest.invalid ? h("span.badge.warn", {}, `${latest.invalid} invalid`) : null),
     flags ? h("p.muted", {}, `Flags: ${flags}`) : null,
-    latest.versions?.length ? h("p.muted", {}, `Versions: ${latest.versions.join(", ")}`) : null,
+    latest.versions?.length ? h("p.muted.versions", {}, "Versions: ", latest.versions.map((v, k) => [k ? ", " : null, h("span.version", { title: v }, v)])) : null,
     h("p", {}, cls.open_regressions
       ? h("span.badge.bad", {}, `▼ ${cls.open_regressions} open regression${cls.open_regressions > 1 ? "s" : ""}`)
       : h("span.badge.ok", {}, "✓ no open regressions"),
@@ -104,7 +121,7 @@ async function incidentChart(box, index, incident, ctx) {
   if (!ctx.isCurrent()) return;
   const series = sids.map((id) => index.byId.get(id));
   const varying = varyingDims(series, FILTER_DIMS);
-  const lines = series.map((s, k) => ({ ...styleFor(k), sid: s.id, dims: s.dims, label: varying.length ? labelFor(s, varying) : `${s.dims.server} ${s.dims.command} io-threads ${s.dims.io_threads}`, series: data[k] }));
+  const lines = series.map((s, k) => ({ ...styleFor(k), sid: s.id, dims: s.dims, label: varying.length ? labelFor(s, varying) : `${isolate(s.dims.server)} ${isolate(s.dims.command)} io-threads ${s.dims.io_threads}`, series: data[k] }));
   box.replaceChildren();
   const chart = createTrendChart(box, {
     metric, lines, compact: true, height: 170, band: true,
@@ -130,9 +147,9 @@ async function incidentChart(box, index, incident, ctx) {
 // An annotation from results/annotations.yaml ({action, reason, ...}), the automatic one of a
 // same-build incident, or a plain note.
 function annotationText(annotation) {
-  if (typeof annotation === "string") return annotation;
+  if (typeof annotation === "string") return isolate(annotation);
   if (annotation && typeof annotation.reason === "string") {
-    return annotation.automatic ? annotation.reason : `${annotation.action || "note"}: ${annotation.reason}`;
+    return annotation.automatic ? isolate(annotation.reason) : `${isolate(annotation.action || "note")}: ${isolate(annotation.reason)}`;
   }
   return JSON.stringify(annotation);
 }
@@ -145,12 +162,44 @@ function incidentCard(index, incident, ctx, drawNow) {
     commitRange(index, incident),
     culpritLine(incident),
     incident.annotation ? h("p.note", {}, "✎ ", annotationText(incident.annotation)) : null,
+    instructionDiff(incident),
     box,
     h("p.links", {}, h("a", { href: explorerLinkFor(index, incident.series_ids || [], incident.metric) }, "Open in the explorer →"),
       index.profiles?.[incident.id] ? [" · ", h("a.profile-link", { href: `#/profile?incident=${encodeURIComponent(incident.id)}` }, "CPU profile: before, after, difference →")] : null));
   if (drawNow) incidentChart(box, index, incident, ctx);
   else box.append(h("button.tool", { type: "button", onclick: () => incidentChart(box, index, incident, ctx) }, "Draw chart"));
   return card;
+}
+
+// Data types (the series' group: a catalog spec's group, else its command's): which moved, i.e.
+// have an open regression or a recent improvement, and how many series each has.
+function dataTypeSection(index, open, improvements) {
+  const groups = new Map();
+  for (const s of index.series) {
+    const g = s.dims.group || "other";
+    if (!groups.has(g)) groups.set(g, { series: 0, regressions: [], improvements: [] });
+    groups.get(g).series += 1;
+  }
+  const groupsOf = (inc) => new Set((inc.series_ids || []).map((id) => index.byId.get(id)?.dims.group).filter(Boolean));
+  for (const inc of open) for (const g of groupsOf(inc)) groups.get(g)?.regressions.push(inc);
+  for (const inc of improvements) for (const g of groupsOf(inc)) groups.get(g)?.improvements.push(inc);
+  const names = [...groups.keys()].sort();
+  const moved = names.filter((g) => groups.get(g).regressions.length || groups.get(g).improvements.length);
+  const worst = (list, pick) => list.reduce((m, i) => (m === null || pick(i.magnitude, m) ? i.magnitude : m), null);
+  const explore = (g) => buildHash("explorer", new URLSearchParams({ group: g }));
+  return section("Data types",
+    h("p.lead.group-summary", {}, moved.length
+      ? `Moved: ${moved.join(", ")}. Unchanged: ${names.filter((g) => !moved.includes(g)).join(", ") || "none"}.`
+      : `No data type moved (${names.join(", ")}).`),
+    h("ul.data-types", {}, names.map((g) => {
+      const info = groups.get(g);
+      const down = worst(info.regressions, (a, b) => a < b), up = worst(info.improvements, (a, b) => a > b);
+      return h("li", { "data-group": g },
+        h("a", { href: explore(g) }, g), h("span.muted", {}, ` ${info.series} series `),
+        info.regressions.length ? h("span.badge.bad", {}, `▼ ${info.regressions.length} open regression${info.regressions.length > 1 ? "s" : ""} (${fmtPct(down)})`) : null,
+        info.improvements.length ? h("span.badge.good", {}, `▲ ${info.improvements.length} improvement${info.improvements.length > 1 ? "s" : ""} (${fmtPct(up)})`) : null,
+        !info.regressions.length && !info.improvements.length ? h("span.badge.ok", {}, "✓ steady") : null);
+    })));
 }
 
 export async function renderOverview(root, params, ctx) {
@@ -172,8 +221,12 @@ export async function renderOverview(root, params, ctx) {
       open.length ? h("strong.bad-text", {}, `${open.length} open regression${open.length > 1 ? "s" : ""}.`) : "No open regressions.",
       detect.generated ? h("span.muted", {}, ` Change detection ran ${fmtDateTime(Date.parse(detect.generated) / 1000)}.`) : null)));
 
+  // The first runs: no trend yet, so the numbers themselves, as charts, come first.
+  if (isFirstRuns(index)) root.append(latestRunSection(index));
+
   root.append(section("Machine classes",
     h("div.grid", {}, Object.entries(index.classes).map(([name, cls]) => classCard(index, name, cls)))));
+  root.append(dataTypeSection(index, open, improvements));
 
   const openSection = section(`Open incidents (${open.length})`);
   if (!open.length) openSection.append(empty("No open regressions: every series is within its noise."));
