@@ -140,6 +140,11 @@ def test_two_calls_of_benchmark_in_one_run_keep_their_artifacts_and_both_publish
     assert fnmatch.fnmatch("vkbench-nightly-result-c1", pattern)
     assert not fnmatch.fnmatch("vkbench-nightly-datatypes-result-c1", pattern)
     assert not fnmatch.fnmatch("vkbench-nightly-failed-c1", pattern)
+    # The backstop charts: the nightly keeps its chart; any other preset gets one of its own.
+    charts = [s["with"]["name"] for s in jobs["publish"]["steps"]
+              if str(s.get("uses", "")).startswith("benchmark-action/github-action-benchmark@")]
+    suffix = "${{ inputs.preset != 'nightly' && format(' [{0}]', inputs.preset) || '' }}"
+    assert charts == [f"vkbench throughput (rps){suffix}", f"vkbench latency (ms){suffix}"]
     publish = jobs["publish"]["concurrency"]
     assert publish["group"] == "vkbench-publish" and publish["cancel-in-progress"] is False and publish["queue"] == "max"
 
