@@ -1,4 +1,5 @@
-"""Options shared by ``run`` and ``matrix``: flags that override fields of every matrix group."""
+"""Options shared by several commands: ``run`` and ``matrix`` (flags that override fields of every
+matrix group), ``ab`` and ``bisect`` (the instrument an A/B step measures with)."""
 
 from __future__ import annotations
 
@@ -97,3 +98,22 @@ def cells_from(source: str | None, cell_args: tuple[str, ...], kwargs: dict[str,
     return expand_matrix(load_matrix(source), overrides=overrides, cores=cores)
 
 
+
+
+def instrument_options(func: Callable) -> Callable:
+    """``--instrument``, ``--pairs`` and ``--instructions-target-mde`` of ``ab`` and ``bisect``."""
+    # Imported here: ab_counts needs scipy, which ``run`` and ``matrix`` (the other users of this
+    # module) do not load at start.
+    from ..ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE
+
+    options = [
+        click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]), default="wallclock",
+                     show_default=True, help="wallclock: interleaved rounds of rps; instructions: seed pairs under "
+                     "callgrind (instructions per operation, memory per key, the functions that changed); both."),
+        click.option("--pairs", default=DEFAULT_PAIRS, show_default=True, help="Seed pairs of an instruction A/B."),
+        click.option("--instructions-target-mde", "counts_target", default=INSTRUCTIONS_TARGET_MDE, show_default=True,
+                     help="Minimum detectable effect an instruction A/B must reach for a verdict (relative)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func

@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 
 from ..ab import DEFAULT_PRESET, TARGET_MDE, ABOptions, pr_ref, run_ab
-from ..ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE
 from ..errors import UsageError
 from ..matrix.cells import cell_from_arg
 from ..servers import source_build
+from ._options import instrument_options
 from .console import make_console
 
 
@@ -41,12 +41,7 @@ from .console import make_console
 @click.option("--target-mde", default=TARGET_MDE, show_default=True, help="Minimum detectable effect to aim for.")
 @click.option("--backend", type=click.Choice(["native", "compose"]), default="native", show_default=True)
 @click.option("--machine-class", default=None)
-@click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]), default="wallclock",
-              show_default=True, help="wallclock: interleaved rounds of rps; instructions: seed pairs under callgrind "
-              "(instructions per operation, memory per key, the functions that changed); both.")
-@click.option("--pairs", default=DEFAULT_PAIRS, show_default=True, help="Seed pairs of an instruction A/B.")
-@click.option("--instructions-target-mde", "counts_target", default=INSTRUCTIONS_TARGET_MDE, show_default=True,
-              help="Minimum detectable effect an instruction A/B must reach for a verdict (relative).")
+@instrument_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-ab"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 @click.option("--summary/--no-summary", default=True, show_default=True,

@@ -9,10 +9,10 @@ from pathlib import Path
 import click
 
 from ..ab import DEFAULT_PRESET, ABOptions
-from ..ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE
 from ..bisect import run_bisect
 from ..matrix.cells import cell_from_arg
 from ..servers import source_build
+from ._options import instrument_options
 from .console import make_console
 
 
@@ -29,12 +29,7 @@ from .console import make_console
 @click.option("--max-rounds", default=10, show_default=True, help="Rounds at most per A/B step.")
 @click.option("--target-mde", default=0.02, show_default=True)
 @click.option("--machine-class", default=None)
-@click.option("--instrument", type=click.Choice(["wallclock", "instructions", "both"]), default="wallclock",
-              show_default=True, help="wallclock: interleaved rounds of rps; instructions: seed pairs under callgrind "
-              "(instructions per operation, memory per key, the functions that changed); both.")
-@click.option("--pairs", default=DEFAULT_PAIRS, show_default=True, help="Seed pairs of an instruction A/B.")
-@click.option("--instructions-target-mde", "counts_target", default=INSTRUCTIONS_TARGET_MDE, show_default=True,
-              help="Minimum detectable effect an instruction A/B must reach for a verdict (relative).")
+@instrument_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("vkbench-bisect"), show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["markdown", "json"]), default="markdown", show_default=True)
 def bisect_cmd(url, good, bad, require_branch, preset, cells, requests, min_rounds, max_rounds, target_mde, machine_class, instrument, pairs,
