@@ -7,7 +7,8 @@
            (VKBENCH_ALERT_ACTIONS, its --actions-out) whose incident lies between two commits of
            the trusted repository (:func:`vkbench.detect.bisects.bisect_requests`).
 
-The history is a checkout of the branch it lives on (``--history``: the step clones it); the
+The history is a checkout of the branch it lives on (``--history``, else a shallow clone made here
+by :mod:`.pages`, only when there is something to dispatch from); the
 calls go to GITHUB_REPOSITORY with the step's token (GH_TOKEN, else GITHUB_TOKEN, ``actions:
 write``), on GITHUB_REF_NAME (default main). The dispatched workflow checks every input again.
 """
@@ -15,11 +16,13 @@ write``), on GITHUB_REF_NAME (default main). The dispatched workflow checks ever
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import click
 
 from ..errors import ResultFileError
+from . import pages
 from .actions import append_summary
 from .github import client, owner_repo
 from .trust import trusted_source
@@ -52,16 +55,25 @@ def bisect_bodies(history: Path, actions_file: Path, ref: str, runner_classes: l
 
 @click.command("dispatch")
 @click.argument("what", type=click.Choice(["confirm", "bisect"]))
-@click.option("--history", type=click.Path(file_okay=False, path_type=Path), required=True,
-              help="The history directory of a checkout of its branch.")
+@click.option("--history", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The history directory of a checkout of its branch (default: a shallow clone of the history's "
+              "branch, see vkbench.ci.pages, made only when there is something to dispatch from).")
 @click.option("--runner-classes", "runner_classes_file", type=click.Path(dir_okay=False, path_type=Path),
-              default=lambda: os.environ.get("VKBENCH_RUNNER_CLASSES_FILE") or "runners/classes.yaml",
+              default=lambda: str(pages.runner_classes_file()),
               show_default="runners/classes.yaml", help="bisect: the classes bisect.yml can run on.")
-def dispatch_cmd(what: str, history: Path, runner_classes_file: Path) -> None:
+def dispatch_cmd(what: str, history: Path | None, runner_classes_file: Path) -> None:
     """Dispatch ab.yml per waiting confirmation candidate (confirm) or bisect.yml per new incident (bisect)."""
+    with tempfile.TemporaryDirectory(prefix="vkbench-dispatch-") as work:
+        _dispatch(what, history, runner_classes_file, Path(work))
+
+
+def _dispatch(what: str, history: Path | None, runner_classes_file: Path, work: Path) -> None:
     env = os.environ
     ref = env.get("GITHUB_REF_NAME") or "main"
     if what == "confirm":
+        if history is None:
+            pages.git_auth()
+            history = pages.clone_history(work / "pages")
         if not (history / "detect.json").is_file():
             click.echo("no detect.json: nothing to confirm")
             return
@@ -72,6 +84,9 @@ def dispatch_cmd(what: str, history: Path, runner_classes_file: Path) -> None:
         if not actions.is_file() or not actions.stat().st_size:
             append_summary("## Bisects\n\nalert recorded no actions: nothing to bisect.\n")
             return
+        if history is None:
+            pages.git_auth()
+            history = pages.clone_history(work / "pages")
         from ..matrix.runner_classes import load_runner_classes
 
         bodies, notes = bisect_bodies(history, actions, ref, load_runner_classes(runner_classes_file)[0], env)

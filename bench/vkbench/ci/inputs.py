@@ -31,6 +31,8 @@ import click
 
 from .. import markdown as md
 from ..matrix.server_settings import CELL_INPUT, CELL_INPUT_MAX, ServerSettingError, check_cell_json
+from . import pages
+from .invoke import vkbench
 from .actions import InvalidInput, append_summary, set_output, untrusted_log
 from .trust import TrustedSource, check_commit, check_repository, is_full_sha, trusted_source
 
@@ -254,7 +256,7 @@ def _load_classes(path: Path) -> list[str]:
 _WORKFLOWS = click.Choice(["ab", "bisect"])
 _CLASSES_OPTION = click.option(
     "--runner-classes", "runner_classes_file", type=click.Path(dir_okay=False, path_type=Path),
-    default=lambda: os.environ.get("VKBENCH_RUNNER_CLASSES_FILE") or "runners/classes.yaml", show_default="runners/classes.yaml",
+    default=lambda: str(pages.runner_classes_file()), show_default="runners/classes.yaml",
     help="The declared runner classes [default: $VKBENCH_RUNNER_CLASSES_FILE or runners/classes.yaml].")
 
 
@@ -296,7 +298,5 @@ def run_cmd(workflow: str, runner_classes_file: Path, print_argv: bool) -> None:
     if print_argv:
         click.echo(json.dumps(argv))
         return
-    from ..cli import cli
-
     # in this process: its errors reach vkbench's own edge (message, hint, annotation, exit code)
-    cli.main(args=argv, prog_name="vkbench", standalone_mode=False)
+    vkbench(argv)

@@ -31,6 +31,7 @@ import click
 
 from .. import markdown as md
 from ..errors import UsageError
+from . import pages
 from .actions import InvalidInput, append_summary, set_output
 
 #: GitHub queues at most this many jobs in one concurrency group (``queue: max``); the bench
@@ -153,8 +154,9 @@ def summary(counts: dict[str, int], hosted: dict[str, int] | None = None, left_o
 
 
 @click.command("plan")
-@click.option("--runner-classes", "runner_classes_file", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="The declared runner classes (runners/classes.yaml).")
+@click.option("--runner-classes", "runner_classes_file", type=click.Path(dir_okay=False, path_type=Path),
+              default=lambda: str(pages.runner_classes_file()), show_default="runners/classes.yaml",
+              help="The declared runner classes [default: $VKBENCH_RUNNER_CLASSES_FILE or the checkout's].")
 def plan_cmd(runner_classes_file: Path) -> None:
     """Check the plan job's inputs (VKBENCH_* variables), expand the matrix, check it, write
     the step outputs `matrix` and `cells` and the summary."""

@@ -13,8 +13,6 @@ does). What the record printed goes to the job summary when it was pushed.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import re
 from pathlib import Path
@@ -23,7 +21,9 @@ from typing import Callable
 import click
 
 from ..errors import UsageError, VkbenchError
+from . import pages
 from .actions import InvalidInput, append_summary
+from .invoke import vkbench
 
 _CONFIRM = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
 _INCIDENT = re.compile(r"(inc-)?[0-9a-f]{12}", re.ASCII)
@@ -31,13 +31,8 @@ _FOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", re.ASCII)
 
 
 def _vkbench(argv: list[str], *, quiet: bool = False) -> str:
-    """Run one vkbench command in this process; its stdout (or nothing, ``quiet``: to stderr)."""
-    from ..cli import cli
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out if not quiet else io.StringIO()):
-        cli.main(args=argv, prog_name="vkbench", standalone_mode=False)
-    return out.getvalue()
+    """Run one vkbench command in this process; its stdout (``quiet``: dropped)."""
+    return vkbench(argv, capture=not quiet, quiet=quiet)
 
 
 def confirm_step(env, annotations: Path | None) -> tuple[str, str, Callable[[Path], str]]:
@@ -81,18 +76,25 @@ def bisect_step(env, annotations: Path | None, site_out: str) -> tuple[str, str,
 
 @click.command("record")
 @click.argument("what", type=click.Choice(["confirm", "bisect"]))
-@click.option("--remote", required=True, help="The git URL or path of the repository the history's branch is in.")
-@click.option("--branch", required=True, help="The branch history/ lives on (gh-pages, or the data branch).")
+@click.option("--remote", default=None, help="The git URL or path of the repository the history's branch is in "
+              "(default: $VKBENCH_PAGES_REPO, else this repository on GitHub).")
+@click.option("--branch", default=None, help="The branch history/ lives on (default: $VKBENCH_DATA_BRANCH, else "
+              "$VKBENCH_PAGES_BRANCH, else gh-pages).")
 @click.option("--annotations", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Known changes (results/annotations.yaml); skipped when the file does not exist.")
+              help="Known changes (default: the checkout's results/annotations.yaml); skipped when the file does not exist.")
 @click.option("--site-out", default=lambda: os.environ.get("VKBENCH_SITE_OUT") or "site", show_default="site",
               help="bisect: the folder of the branch the site is built into.")
 @click.option("--retry-for", type=float, default=900.0, show_default=True, help="Seconds to keep retrying a push that lost a race.")
-def record_cmd(what: str, remote: str, branch: str, annotations: Path | None, site_out: str, retry_for: float) -> None:
-    """Record a confirmation A/B's verdict (confirm) or a bisect's culprit (bisect) in the history and push."""
+def record_cmd(what: str, remote: str | None, branch: str | None, annotations: Path | None, site_out: str,
+               retry_for: float) -> None:
+    """Record a confirmation A/B's verdict (confirm) or a bisect's culprit (bisect) in the history and push
+    (with the step's GITHUB_TOKEN, contents: write)."""
     from ..history.publish import update_branch
 
+    annotations = annotations or pages.annotations_file()
     annotations = annotations.resolve() if annotations and annotations.is_file() else None
+    remote, branch = remote or pages.pages_remote(), branch or pages.history_branch()
+    pages.git_auth()
     if what == "confirm":
         message, title, apply = confirm_step(os.environ, annotations)
     else:

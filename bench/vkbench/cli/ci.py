@@ -14,6 +14,13 @@ CI_COMMANDS: dict[str, tuple[str, str, str]] = {
     "record": ("record", "record_cmd", "Record a confirmation's verdict or a bisect's culprit in the history and push."),
     "dispatch": ("dispatch", "dispatch_cmd", "Dispatch ab.yml per confirmation candidate or bisect.yml per new incident."),
     "comment": ("comment", "comment_cmd", "Comment the A/B table on its pull request or a bisect's report on its issue."),
+    "fetch": ("bench", "fetch_cmd", "The bench job: fetch (or build, once per run) the cell's server and tool."),
+    "cell": ("bench", "cell_cmd", "The bench job: run the cell (vkbench run), profiling builds from source."),
+    "publish": ("publish", "publish_cmd", "The publish job: publish the results into the history, summarise detection."),
+    "export-gab": ("publish", "export_gab_cmd", "The publish job: github-action-benchmark's rps.json and latency.json."),
+    "alert": ("issues", "alert_cmd", "The alert job: one issue per regression incident of the published history."),
+    "digest": ("issues", "digest_cmd", "The weekly digest issue of the published history."),
+    "counts": ("counts", "counts_cmd", "pr-counts.yml: the instruction-count A/B of a pull request (as root)."),
 }
 
 
@@ -34,5 +41,5 @@ class _LazyCiGroup(click.Group):
 
 @click.group("ci", cls=_LazyCiGroup)
 def ci_group() -> None:
-    """Steps of the GitHub workflows (tools/ci/*.sh call these). Under GitHub Actions
+    """Steps of the GitHub workflows (the workflows call these through tools/ci/*.sh). Under GitHub Actions
     (GITHUB_ACTIONS=true) every vkbench error is also printed as an ::error:: annotation."""

@@ -99,6 +99,17 @@ def is_source_version(engine: str, version: str) -> bool:
     return not is_release_alias(version) and release(engine, version) is None and bool(GIT_REF.match(ref))
 
 
+_PINNED = re.compile(r"[0-9]+(\.[0-9]+)*|[0-9a-f]{40}", re.ASCII)
+
+
+def is_moving_version(version: str) -> bool:
+    """Whether ``version`` may name other bits tomorrow than today: a branch or tag built from
+    source (valkey:unstable) or an alias (latest), as opposed to a release number, a full commit
+    SHA or a path. The CI fetch step rebuilds such a version once per workflow run and machine."""
+    ref, _ = source_build.split_source(version)
+    return not (looks_like_path(version) or _PINNED.fullmatch(ref))
+
+
 def check_fetchable(engine: str, version: str) -> None:
     """Raise unless ``engine:version`` is a known release or (valkey) a git ref to build."""
     ref, _ = source_build.split_source(version)
