@@ -72,10 +72,17 @@ def test_two_inputs_with_one_key_and_other_numbers_fail_under_strict(tmp_path):
 
 
 def test_the_publish_job_ingests_strictly():
-    """The one workflow step that ingests (tools/ci/publish.sh, the publish job) passes --strict."""
+    """The one workflow step that ingests (tools/ci/publish.sh: `vkbench ci publish`, the publish
+    job) passes --strict."""
+    from vkbench.ci.publish import publish_argv
+
     script = (REPO / "tools" / "ci" / "publish.sh").read_text()
-    calls = [line for line in script.splitlines() if '"$VKBENCH" publish' in line]
-    assert calls and all("--strict" in line for line in calls)
+    assert script.splitlines()[-1] == "ci publish"
+    for env in ({"VKBENCH_PAGES_REPO": "/r.git"}, {"VKBENCH_PAGES_REPO": "/r.git", "VKBENCH_DATA_BRANCH": "data"}):
+        argv = publish_argv(env, Path("results"), Path("work"))
+        assert argv[0] == "publish" and "--strict" in argv
+    source = (REPO / "bench" / "vkbench" / "ci" / "publish.py").read_text()
+    assert source.count("[\"publish\"") == 1       # no other call of vkbench publish in the step
     # What the workflows run (comments may name the commands: they explain, they do not ingest).
     steps = "\n".join(line for p in (REPO / ".github" / "workflows").glob("*.yml")
                       for line in p.read_text().splitlines() if not line.lstrip().startswith("#"))
