@@ -144,7 +144,8 @@ def test_two_calls_of_benchmark_in_one_run_keep_their_artifacts_and_both_publish
     charts = [s["with"]["name"] for s in jobs["publish"]["steps"]
               if str(s.get("uses", "")).startswith("benchmark-action/github-action-benchmark@")]
     suffix = "${{ inputs.preset != 'nightly' && format(' [{0}]', inputs.preset) || '' }}"
-    assert charts == [f"vkbench throughput (rps){suffix}", f"vkbench latency (ms){suffix}"]
+    assert charts == [f"vkbench throughput (rps){suffix}", f"vkbench latency (ms){suffix}",
+                      f"vkbench counts (instructions/op, bytes/key){suffix}"]
     publish = jobs["publish"]["concurrency"]
     assert publish["group"] == "vkbench-publish" and publish["cancel-in-progress"] is False and publish["queue"] == "max"
 
