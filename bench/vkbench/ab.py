@@ -31,7 +31,7 @@ from . import markdown as md
 from .ab_counts import DEFAULT_PAIRS, INSTRUCTIONS_TARGET_MDE, CountRow, MemoryRow, counts_markdown, refuse_uncountable, run_pairs
 from .errors import UsageError
 from .evidence import TARGET_MDE, adequate, inconclusive, is_inconclusive
-from .history.series import describe, sid_of
+from .history.series import SERVER_DIMENSIONS, describe, identity_dimensions, sid_of
 from .files import write_bytes_atomic, write_json
 from .matrix.expand import expand_matrix, load_matrix
 from .matrix.model import Cell
@@ -49,9 +49,6 @@ POWER_Z = 0.8
 #: noise seen so far, all together never past ``max_rounds``).
 MAX_BATCHES = 3
 FULL_SHA = re.compile(r"^[0-9a-fA-F]{40}$")
-#: Cell fields that are not part of what an A/B compares: the server is each side's build, and
-#: the repetitions are the rounds (the pilot and the extra rounds run with different counts).
-_NOT_COMPARED = ("engine", "version", "repetitions", "runner")
 
 
 def pr_ref(url: str, number: int) -> str:
@@ -429,7 +426,9 @@ def _samples(results: list[dict], commit: str, labels: dict[str, str], first_rou
 
 
 def _identity(result: dict) -> dict:
-    return {k: v for k, v in result["dimensions"].items() if k not in _NOT_COMPARED}
+    """The cell without what an A/B compares across: the server is each side's build, and the
+    repetitions are the rounds (the pilot and the extra rounds run with different counts)."""
+    return identity_dimensions(result, ignoring=SERVER_DIMENSIONS)   # the two sides differ in these
 
 
 def _template_key(result: dict) -> str:

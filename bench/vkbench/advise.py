@@ -30,6 +30,7 @@ from typing import Iterable
 
 from . import markdown as md
 from .errors import UsageError
+from .history.series import EXTENT_DIMENSIONS, identity_dimensions
 from .results.aggregate import command_series
 from .results.io import load_result, result_files
 from .stats import compare_samples
@@ -42,8 +43,9 @@ MIN_EFFECT = 0.02
 #: Tail latency shown as evidence, in order of preference (valkey-benchmark --csv gives p99;
 #: published figures often only p50).
 LATENCY_PREFERENCE = ("p99", "p50")
-#: Dimensions that do not define the workload (io_threads varies; the rest is precision/label).
-_NOT_WORKLOAD = ("io_threads", "repetitions", "runner", "requests", "duration", "warmup")
+#: What a workload spans besides the series' own non-identity (history/series.py): the
+#: io-threads setting it compares, and the extent of each measurement.
+_ACROSS = ("io_threads",) + EXTENT_DIMENSIONS
 
 
 @dataclass
@@ -174,7 +176,7 @@ def _cpus(cpuset: str) -> list[int]:
 
 
 def workload_key(result: dict, command: str) -> tuple:
-    dims = {k: v for k, v in result["dimensions"].items() if k not in _NOT_WORKLOAD}
+    dims = identity_dimensions(result, ignoring=_ACROSS)
     build = (result.get("subject") or {}).get("build") or {}
     return (
         result["run"].get("machine_class") or "unknown",
@@ -333,7 +335,7 @@ def advise_workload(results: list[dict], command: str) -> Advice | None:
             warnings.append({"code": "client-bound", "io_threads": s.io_threads,
                              "message": f"at io-threads {s.io_threads} the client, not the server, limited throughput: "
                                         "raise client threads or run the client on another machine"})
-    dims = {k: v for k, v in first["dimensions"].items() if k not in _NOT_WORKLOAD}
+    dims = identity_dimensions(first, ignoring=_ACROSS)
     return Advice(
         machine_class=cls, command=command, workload=dims, label=_label(dims, command),
         server_cores=cores, client_on_box=on_box, client_threads=client_threads, settings=settings,

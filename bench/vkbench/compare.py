@@ -21,6 +21,7 @@ from .parsers.record import LATENCY_KEYS
 from .results.io import load_result, result_files
 from .servers.source_build import PER_BUILD_FIELDS
 from .evidence import adequate, inconclusive
+from .history.series import identity_dimensions
 from .stats import POWER, Comparison, compare_samples
 
 #: Counted metrics (docs/instructions.md), lower is better for both: instructions per operation
@@ -36,7 +37,8 @@ COUNT_MIN_EFFECT = 0.001
 #: 10,000 keys, docs/instructions.md), so only a change past 1 % is called.
 MEMORY_MIN_EFFECT = 0.01
 
-_IGNORED_FOR_MATCH = {"version", "runner", "repetitions"}
+#: Two results match when they measured the same series on any version of one engine.
+_ACROSS = ("version",)
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Row:
 
 
 def _match_key(result: dict) -> tuple:
-    dims = {k: v for k, v in result["dimensions"].items() if k not in _IGNORED_FOR_MATCH}
+    dims = identity_dimensions(result, ignoring=_ACROSS)
     return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in dims.items()))
 
 

@@ -24,7 +24,8 @@ import valkey
 
 from vkbench.errors import ContainerEngineError, MissingBinaryError, ServerStartError
 from vkbench.topology.backend import Deployment, DeploymentSpec
-from vkbench.topology.compose import ComposeBackend, Docker
+from vkbench.topology.compose import ComposeBackend
+from vkbench.topology.docker_engine import Docker
 from vkbench.topology.model import ServerSettings, Topology, server_config
 from vkbench.topology.readiness import connect, info, parse_fields
 

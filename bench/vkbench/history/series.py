@@ -16,6 +16,11 @@ from ..stats import summarize
 #: Dimensions that do not identify a series: repetitions only change precision, and the runner
 #: label is replaced by ``run.machine_class`` (the same thing, as recorded by the run).
 NON_SERIES_DIMENSIONS = ("repetitions", "runner")
+#: The server under test. An A/B comparison (ab.py) pairs cells that differ only in these.
+SERVER_DIMENSIONS = ("engine", "version")
+#: How long or how much a cell measures (precision, not what is measured). A workload in the
+#: io-threads advice (advise.py) spans them, together with the io_threads it compares.
+EXTENT_DIMENSIONS = ("requests", "duration", "warmup")
 
 #: Metric names in a series line. ``rps`` is bigger-is-better; every latency key (ms) is
 #: smaller-is-better.
@@ -36,8 +41,16 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
+def identity_dimensions(result: dict, *, ignoring: tuple[str, ...] = ()) -> dict:
+    """The result's dimensions that identify what it measured: all but NON_SERIES_DIMENSIONS,
+    and but ``ignoring`` (what a caller compares across, e.g. SERVER_DIMENSIONS). The one
+    definition of "dimensions that are not the workload" for series, ab and advise."""
+    left_out = NON_SERIES_DIMENSIONS + ignoring
+    return {k: v for k, v in result["dimensions"].items() if k not in left_out}
+
+
 def series_dims(result: dict, command: str) -> dict:
-    dims = {k: v for k, v in result["dimensions"].items() if k not in NON_SERIES_DIMENSIONS}
+    dims = identity_dimensions(result)
     dims["command"] = command
     dims["machine_class"] = result["run"]["machine_class"]
     return dims

@@ -133,7 +133,8 @@ def to_markdown(diff: InstructionDiff | dict, *, before_label: str = "before", a
              for r in data.get("rows") or []]
     if not cells:
         return "No function's instructions per operation changed.\n"
-    lines = md.table(["function", f"{before_label} (instr/op)", f"{after_label} (instr/op)", "change"], "lrrr", cells)
+    before, after = md.text(before_label), md.text(after_label)
+    lines = md.table(["function", f"{before} (instr/op)", f"{after} (instr/op)", "change"], "lrrr", cells)
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,7 @@ from ..envinfo import board_state, fingerprint
 from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError, UsageError, VkbenchError
 from ..matrix.model import Cell
 from ..results.io import write_result
-from ..topology.backend import get_backend
+from ..topology.factory import get_backend
 from .workdirs import cleanup_stale_workdirs
 from .execute import CellState, ProgressFn, RunContext, build_result, new_run_id, run_instructions, run_repetitions
 

@@ -11,7 +11,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from .model import ServerSettings, Topology
 from .tls import TlsFiles
 
@@ -73,25 +72,3 @@ class Backend(ABC):
     def cleanup_stale(self, state_dir: Path) -> list[str]:
         """Remove leftovers of a killed earlier run; return a description of what was removed."""
         return []
-
-
-def get_backend(name: str, *, server_host: str | None = None) -> Backend:
-    """``server_host``: where the client reaches servers of a remote engine (compose only)."""
-    if name == "native":
-        if server_host:
-            from ..errors import UsageError
-
-            raise UsageError("--server-host applies to the compose backend only",
-                             hint="native servers always run on 127.0.0.1; drop --server-host or use --backend compose")
-        from .native import NativeBackend
-
-        return NativeBackend()
-    if name == "compose":
-        from .compose import ComposeBackend
-
-        return ComposeBackend(server_host=server_host)
-    from ..errors import UsageError
-
-    raise UsageError(f"unknown backend {name!r}", hint="use --backend native or --backend compose")
-
-

@@ -20,19 +20,17 @@ here, so ``up --wait`` hangs): the backend polls the servers itself with readine
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import random
 import secrets
 import shlex
-import signal
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ContainerEngineError, ServerStartError
@@ -40,12 +38,15 @@ from . import procs
 from .backend import Backend, Deployment, DeploymentSpec, Endpoint
 from .cluster_setup import create_cluster
 from .compose_render import DEFAULT_BASE_PORT, render_stack
+from .docker_engine import (
+    ENGINE_HINT, Docker, DockerFactory, EngineTimeout, engine_arch, engine_is_local,
+    server_fingerprint, tail,
+)
+from .signals import signals_deferred
 
 log = logging.getLogger(__name__)
 
-ENGINE_HINT = "run tools/setup/containers.sh and source tools/containers-env.sh, or set DOCKER_HOST"
 CONTAINER_DATA_DIR = "/data"
-ENGINE_CHECK_TIMEOUT_S = 30.0    # `docker version` over ssh:// takes a few seconds
 PULL_TIMEOUT_S = 600.0           # a first pull of an image over a slow link
 # `compose up` of an image that is already there takes seconds. Under load podman 4.3 was seen
 # to stall in `up` (issue 9: a cluster stack hung 300 s), so each attempt is bounded and the
@@ -63,10 +64,6 @@ class _PortTaken(Exception):
     pass
 
 
-class EngineTimeout(ContainerEngineError):
-    """A docker/compose call that did not return in time (its process group was killed)."""
-
-
 OFFICIAL = "official"     # VALKEY_IMAGE=official or image="official": Docker Hub's image of the version
 
 
@@ -75,79 +72,8 @@ def default_image(engine: str, version: str) -> str:
     return f"redis:{version}" if engine == "redis" else f"valkey/valkey:{version}"
 
 
-def engine_is_local() -> bool:
-    """Containers share this machine's /proc (pids, CPU sampling): unix socket, not ssh/tcp."""
-    host = os.environ.get("DOCKER_HOST", "")
-    return host == "" or host.startswith("unix://")
-
-
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{procs.process_start_time(os.getpid())}"
-
-
-class Docker:
-    """The docker CLI, run in its own session so a Ctrl-C reaches vkbench, not the engine calls
-    (teardown then runs its own ``down``)."""
-
-    def __init__(self, env: dict[str, str] | None = None):
-        self.env = env
-
-    def run(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
-        try:
-            child = subprocess.Popen(
-                ["docker", *args], env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True, start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise ContainerEngineError("the docker CLI is not on PATH", hint=ENGINE_HINT) from None
-        try:
-            stdout, stderr = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            # The whole session: `docker compose` runs plugins and helpers of its own.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-            raise EngineTimeout(
-                f"`docker {' '.join(args[:3])} ...` did not finish within {timeout:.0f} s",
-                hint="is the engine overloaded or hung? " + ENGINE_HINT,
-            ) from None
-        except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-            raise
-        done = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
-        if check and done.returncode != 0:
-            raise ContainerEngineError(
-                f"`docker {shlex.join(args)}` failed (exit {done.returncode}): {_tail(done.stderr or done.stdout)}",
-                hint=ENGINE_HINT,
-            )
-        return done
-
-    def check_engine(self) -> str:
-        """The engine's version; ContainerEngineError with the setup hint when unreachable."""
-        where = os.environ.get("DOCKER_HOST") or "the default socket /var/run/docker.sock"
-        done = self.run("version", "--format", "{{.Server.Version}}", timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
-        if done.returncode != 0 or not done.stdout.strip():
-            raise ContainerEngineError(f"no container engine answers at {where}: {_tail(done.stderr)}", hint=ENGINE_HINT)
-        compose = self.run("compose", "version", "--short", timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
-        if compose.returncode != 0:
-            raise ContainerEngineError(f"docker compose (v2 plugin) is missing: {_tail(compose.stderr)}", hint=ENGINE_HINT)
-        return done.stdout.strip()
-
-    def containers(self, *filters: str) -> list[dict[str, str]]:
-        """``docker ps -a`` rows: id, service, project, state, run, owner."""
-        fmt = "\t".join(['{{.ID}}', '{{.Label "com.docker.compose.service"}}', '{{.Label "com.docker.compose.project"}}',
-                         '{{.State}}', '{{.Label "vkbench.run"}}', '{{.Label "vkbench.owner"}}'])
-        args = ["ps", "-a", "--no-trunc", "--format", fmt]
-        for f in filters:
-            args += ["--filter", f]
-        rows = []
-        for line in self.run(*args, timeout=60).stdout.splitlines():
-            parts = line.split("\t")
-            if len(parts) == 6:
-                rows.append(dict(zip(("id", "service", "project", "state", "run", "owner"), parts)))
-        return rows
 
 
 @dataclass
@@ -161,10 +87,11 @@ class _Stack:
     image: str
     base_port: int = 0
     source: object | None = None      # the Binary the image was made from (None: an explicit image)
-    docker: Docker = field(init=False)
+    docker: Docker | None = None      # talks to the engine with this stack's environment
 
     def __post_init__(self) -> None:
-        self.docker = Docker(self.env)
+        if self.docker is None:
+            self.docker = Docker(self.env)
 
     def compose(self, *args: str, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
         return self.docker.run("compose", "-p", self.project, "-f", str(self.file), "--ansi", "never",
@@ -181,7 +108,7 @@ class _Stack:
         done = self.docker.run("cp", f"{container_id}:{CONTAINER_DATA_DIR}/server.log", str(target), timeout=30, check=False)
         return target if done.returncode == 0 else None
 
-    def log_tail(self, node: str, lines: int = 15) -> str:
+    def logtail(self, node: str, lines: int = 15) -> str:
         """The last lines of a node's server log (or of its stdout/stderr when there is no log)."""
         row = self.containers().get(node)
         if row is None:
@@ -198,11 +125,12 @@ class ComposeBackend(Backend):
     name = "compose"
 
     def __init__(self, server_host: str | None = None, *, image: str | None = None, base_port: int | None = None,
-                 ready_timeout: float = 60.0, state_dir: Path | None = None):
+                 ready_timeout: float = 60.0, state_dir: Path | None = None, docker: DockerFactory = Docker):
         """``server_host``: where this machine reaches the servers (default ``VKBENCH_SERVER_HOST``
         or the bind address); set it when DOCKER_HOST is another machine. ``image``: default
         ``VALKEY_IMAGE`` or the official image of the cell's version. ``base_port``: first port;
-        default a free block (local engine) or 6379 (remote engine)."""
+        default a free block (local engine) or 6379 (remote engine). ``docker``: makes the engine
+        client from an environment (default the docker CLI; tests pass a fake engine)."""
         self.server_host = server_host or os.environ.get("VKBENCH_SERVER_HOST") or None
         self.image = image
         self.base_port = base_port
@@ -210,6 +138,7 @@ class ComposeBackend(Backend):
         self.state_dir = state_dir     # the runner sets it; the container labels are the record here
         self._engine_checked = False
         self._server_env: dict | None = None
+        self._docker = docker
 
     # -- public --------------------------------------------------------------------------------
 
@@ -236,7 +165,7 @@ class ComposeBackend(Backend):
             return explicit
         from .source_image import ensure_image
 
-        docker = Docker()
+        docker = self._docker(None)
         # The image is made from this machine's binaries: a remote engine gets it only when it
         # runs the same architecture.
         return ensure_image(binary, docker, engine_arch=None if engine_is_local() else engine_arch(docker))
@@ -256,7 +185,7 @@ class ComposeBackend(Backend):
 
     def cleanup_stale(self, state_dir: Path | None = None) -> list[str]:
         """Remove the projects whose owning vkbench process (on this host) is gone."""
-        docker = Docker()
+        docker = self._docker(None)
         try:
             rows = docker.containers("label=vkbench.owner")
         except ContainerEngineError:
@@ -280,14 +209,13 @@ class ComposeBackend(Backend):
     @contextlib.contextmanager
     def deploy(self, spec: DeploymentSpec) -> Iterator[Deployment]:
         from ..servers.source_build import sigterm_raises
-        from .native import _signals_deferred   # shared signal handling
 
         if spec.tls is not None:
             from ..errors import UsageError
 
             raise UsageError("TLS cells run on the native backend only for now (the compose stacks do not mount "
                              "the cell's certificates)", hint="run the TLS cell with --backend native")
-        docker = Docker()
+        docker = self._docker(None)
         if not self._engine_checked:
             docker.check_engine()
             self._engine_checked = True
@@ -302,7 +230,7 @@ class ComposeBackend(Backend):
                 yield deployment
             finally:
                 if stack is not None:
-                    with _signals_deferred():
+                    with signals_deferred():
                         _teardown(stack)
 
     # -- start ---------------------------------------------------------------------------------
@@ -333,7 +261,8 @@ class ComposeBackend(Backend):
             "VKBENCH_RUN": run,
             "VKBENCH_OWNER": _owner(),
         })
-        return _Stack(project=f"vkbench-{run}", file=file, env=env, spec=spec, image=image, source=source)
+        return _Stack(project=f"vkbench-{run}", file=file, env=env, spec=spec, image=image, source=source,
+                      docker=self._docker(env))
 
     def _start(self, stack: _Stack) -> Deployment:
         spec = stack.spec
@@ -346,7 +275,7 @@ class ComposeBackend(Backend):
             up = _up(stack, [n.name for n in nodes])
             if up.returncode != 0:
                 raise ContainerEngineError(
-                    f"docker compose up failed for {spec.topology} with image {stack.image}: {_tail(up.stderr)}",
+                    f"docker compose up failed for {spec.topology} with image {stack.image}: {tail(up.stderr)}",
                     hint=f"is the image there (docker image inspect {stack.image})? set VALKEY_IMAGE or build it; "
                     + ENGINE_HINT,
                 )
@@ -367,7 +296,7 @@ class ComposeBackend(Backend):
         from .readiness import server_identity, wait_ready
 
         wait_ready(endpoints, spec.password, spec.topology, timeout=self.ready_timeout,
-                   log_tail=lambda e: stack.log_tail(e.name))
+                   log_tail=lambda e: stack.logtail(e.name))
         rows = stack.containers()
         _fill_pids(stack, endpoints, rows)
         from .source_image import check_identity
@@ -416,7 +345,7 @@ def _ensure_image(docker: Docker, image: str) -> None:
     pulled = docker.run("pull", image, timeout=PULL_TIMEOUT_S, check=False)
     if pulled.returncode != 0:
         raise ContainerEngineError(
-            f"image {image} is not on the engine and could not be pulled: {_tail(pulled.stderr or pulled.stdout)}",
+            f"image {image} is not on the engine and could not be pulled: {tail(pulled.stderr or pulled.stdout)}",
             hint="set VALKEY_IMAGE to an image the engine has (tools/setup/containers.sh builds one), "
             "or check the registry; " + ENGINE_HINT,
         )
@@ -468,7 +397,7 @@ def _wait_listening(stack: _Stack, endpoints: list[Endpoint]) -> None:
             for endpoint in waiting:
                 state = rows.get(endpoint.name, {}).get("state", "missing")
                 if state != "running" or now >= deadline:
-                    tail = stack.log_tail(endpoint.name)
+                    tail = stack.logtail(endpoint.name)
                     if "Address already in use" in tail:
                         raise _PortTaken(f"{endpoint.name} could not bind port {endpoint.port}")
                     raise ServerStartError(
@@ -489,65 +418,6 @@ def _fill_pids(stack: _Stack, endpoints: list[Endpoint], rows: dict[str, dict[st
         pid = pid_of.get(rows.get(endpoint.name, {}).get("id", ""), "0")
         if pid.isdigit() and int(pid) > 0 and any(n in procs.process_cmdline(int(pid)) for n in procs.SERVER_NAMES):
             endpoint.pid = int(pid)
-
-
-_ENGINE_ARCH = {"amd64": "x86_64", "arm64": "aarch64"}
-# sh builtins only: the server image has no cat. One line per field, "key=value".
-_PROBE = (
-    'm=; while IFS= read -r l; do case "$l" in "model name"*|Hardware*|Model*) m=${l#*: }; break;; esac; '
-    'done </proc/cpuinfo; echo "cpu_model=$m"; '
-    'read -r t </sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; echo "thp=$t"; '
-    'read -r g </sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo "cpufreq_governor=$g"; '
-    'read -r b </proc/device-tree/model 2>/dev/null; echo "board_model=$b"'
-)
-
-
-def engine_arch(docker: Docker) -> str:
-    """The engine machine's architecture as ``uname -m`` names it (``x86_64``, ``aarch64``)."""
-    arch = docker.run("info", "--format", "{{.Architecture}}", timeout=ENGINE_CHECK_TIMEOUT_S).stdout.strip()
-    return _ENGINE_ARCH.get(arch, arch)
-
-
-def server_fingerprint(docker: Docker, container_id: str) -> dict:
-    """The engine machine's fingerprint in the fields of :func:`vkbench.envinfo.fingerprint`."""
-    from ..engine_probe import probe_engine
-    from ..envinfo import fingerprint_id
-
-    fmt = "\t".join(["{{.Architecture}}", "{{.NCPU}}", "{{.MemTotal}}", "{{.KernelVersion}}", "{{.OperatingSystem}}",
-                     "{{.Name}}"])
-    info = docker.run("info", "--format", fmt, timeout=ENGINE_CHECK_TIMEOUT_S).stdout.strip().split("\t")
-    info += [""] * (6 - len(info))
-    arch, ncpu, memory, kernel, os_name, name = info[:6]
-    probe = docker.run("exec", container_id, "/bin/sh", "-c", _PROBE, timeout=ENGINE_CHECK_TIMEOUT_S, check=False)
-    seen = dict(line.split("=", 1) for line in probe.stdout.splitlines() if "=" in line)
-    thp = seen.get("thp") or None
-    if thp and "[" in thp:
-        thp = thp.split("[", 1)[1].split("]", 1)[0]
-    env = {
-        "arch": _ENGINE_ARCH.get(arch, arch),
-        "cpu_model": seen.get("cpu_model") or None,
-        "cores": int(ncpu) if ncpu.isdigit() else 0,
-        "memory_bytes": int(memory) if memory.isdigit() else None,
-        "kernel": kernel or None,
-        "os": os_name or None,
-        "cpufreq_governor": seen.get("cpufreq_governor") or None,
-        "thp": thp,
-        "board_model": (seen.get("board_model") or "").strip("\x00") or None,
-        **probe_engine().as_fields(),   # the engine names itself through its API, not through a CLI
-        "hostname_hash": hashlib.sha256(name.encode()).hexdigest()[:12] if name else None,
-        "engine_address": _engine_address(),
-    }
-    env["fingerprint_id"] = fingerprint_id(env)
-    return env
-
-
-def _engine_address() -> str | None:
-    """DOCKER_HOST without any user:password part."""
-    host = os.environ.get("DOCKER_HOST")
-    if not host:
-        return None
-    scheme, sep, rest = host.partition("://")
-    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else host
 
 
 def _image_build(stack: _Stack) -> dict:
@@ -590,13 +460,9 @@ def _remove_project(docker: Docker, project: str, *, file: Path | None = None) -
         done = docker.run(*args, "--ansi", "never", "down", "-v", "--remove-orphans", "--timeout", str(STOP_GRACE_S),
                           timeout=DOWN_TIMEOUT_S, check=False)
         if done.returncode != 0:
-            log.warning("compose down %s: %s", project, _tail(done.stderr))
+            log.warning("compose down %s: %s", project, tail(done.stderr))
         left = [row["id"] for row in docker.containers(f"label=com.docker.compose.project={project}")]
         if left:
             docker.run("rm", "-f", "-v", *left, timeout=DOWN_TIMEOUT_S, check=False)
     except ContainerEngineError as exc:
         log.warning("could not remove compose project %s: %s", project, exc)
-
-
-def _tail(text: str, lines: int = 3) -> str:
-    return "\n".join((text or "").strip().splitlines()[-lines:]) or "(no output)"

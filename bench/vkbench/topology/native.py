@@ -19,7 +19,6 @@ import contextlib
 import logging
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +33,7 @@ from .backend import Backend, Deployment, DeploymentSpec, Endpoint
 from .cluster_setup import create_cluster
 from .model import NodeSpec, render_config_file, server_config
 from .readiness import connect, server_identity, wait_ready
+from .signals import signals_deferred
 from .tls import TlsFiles, require_tls
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class NativeBackend(Backend):
                 deployment.startup_s = round(time.monotonic() - began, 4)
                 yield deployment
             finally:
-                with _signals_deferred():
+                with signals_deferred():
                     _teardown(started, spec.password, cluster=spec.topology.is_cluster, tls=spec.tls)
 
     # -- start ---------------------------------------------------------------------------------
@@ -235,33 +235,3 @@ def _shutdown_nosave(proc: procs.ServerProcess, password: str, tls: TlsFiles | N
     finally:
         client.close()
     return True
-
-
-# -- signals -----------------------------------------------------------------------------------
-
-def _on_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """A Ctrl-C or SIGTERM during teardown waits until the teardown is done, then takes effect."""
-    if not _on_main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    if any(handler is None for handler in previous.values()):
-        yield   # a handler installed outside Python could not be restored: leave them alone
-        return
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if signal.SIGINT in received:
-            raise KeyboardInterrupt
-        if signal.SIGTERM in received:
-            signal.raise_signal(signal.SIGTERM)   # whatever handled SIGTERM before handles it now

@@ -11,8 +11,10 @@ import pytest
 
 from vkbench.errors import ContainerEngineError
 from vkbench.topology import compose as compose_backend
-from vkbench.topology.backend import DeploymentSpec, get_backend
+from vkbench.topology import docker_engine
+from vkbench.topology.backend import DeploymentSpec
 from vkbench.topology.compose import ComposeBackend, default_image
+from vkbench.topology.factory import get_backend
 from vkbench.topology.model import ServerSettings, Topology
 
 PASSWORD = "Distinct-Secret-4711"
@@ -46,16 +48,15 @@ def test_no_engine_fails_with_exit_11_and_the_setup_hint(tmp_path, monkeypatch):
 def test_no_docker_cli_fails_the_same_way(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ContainerEngineError) as info:
-        compose_backend.Docker().check_engine()
+        docker_engine.Docker().check_engine()
     assert info.value.hint == SETUP_HINT
 
 
 def test_image_choice(tmp_path, monkeypatch):
     monkeypatch.delenv("VALKEY_IMAGE", raising=False)
-    monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
     monkeypatch.setattr(ComposeBackend, "server_binary", lambda self, spec: _release_binary())
     # By default a release runs the binary the native backend resolves, in a local image of it.
-    assert ComposeBackend().image_for(spec(tmp_path, version="9.1.2")) == "localhost/vkbench-valkey:9.1.2-abcdef012345"
+    assert ComposeBackend(docker=_FakeEngine).image_for(spec(tmp_path, version="9.1.2")) == "localhost/vkbench-valkey:9.1.2-abcdef012345"
     # Docker Hub's image is an explicit choice.
     monkeypatch.setenv("VALKEY_IMAGE", "official")
     assert ComposeBackend().image_for(spec(tmp_path, version="9.1.2")) == "valkey/valkey:9.1.2"
@@ -87,7 +88,7 @@ def test_server_host_for_a_remote_engine_binds_and_announces_that_address(tmp_pa
 
 def test_remote_engine_uses_the_default_base_port_and_no_pids(monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "ssh://pi-server")
-    assert not compose_backend.engine_is_local()
+    assert not docker_engine.engine_is_local()
     assert ComposeBackend()._pick_base_port(3, True, "192.0.2.10") == 6379
     assert ComposeBackend(base_port=7000)._pick_base_port(3, True, "192.0.2.10") == 7000
 
@@ -101,7 +102,7 @@ def test_local_engine_picks_a_free_port_block():
                 s.bind(("127.0.0.1", p))
 
 
-def test_cleanup_stale_removes_only_projects_of_dead_owners_on_this_host(monkeypatch):
+def test_cleanup_stale_removes_only_projects_of_dead_owners_on_this_host():
     dead = subprocess.Popen(["true"])
     dead.wait()
     me = socket.gethostname()
@@ -114,10 +115,15 @@ def test_cleanup_stale_removes_only_projects_of_dead_owners_on_this_host(monkeyp
         {"project": "vkbench-other-host", "owner": f"not-{me}:{dead.pid}:1", "run": "r4"},
         {"project": "manual", "owner": "", "run": "manual"},
     ]
-    removed = []
-    monkeypatch.setattr(compose_backend.Docker, "containers", lambda self, *f: rows)
-    monkeypatch.setattr(compose_backend, "_remove_project", lambda docker, project, **kw: removed.append(project))
-    lines = ComposeBackend().cleanup_stale(None)
+
+    class Engine(_FakeEngine):
+        calls: list[tuple[str, ...]] = []
+
+        def containers(self, *filters):
+            return rows if filters == ("label=vkbench.owner",) else []
+
+    lines = ComposeBackend(docker=Engine).cleanup_stale(None)
+    removed = [call[2] for call in Engine.calls if call[0] == "compose" and "down" in call]
     assert removed == ["vkbench-dead", "vkbench-reused-pid"]
     assert lines[0] == "removed compose project vkbench-dead of killed run r1"
 
@@ -237,16 +243,15 @@ def test_a_remote_engine_of_another_architecture_never_gets_a_source_build(tmp_p
     monkeypatch.setenv("DOCKER_HOST", "ssh://pi-server")
     monkeypatch.setattr(_FakeEngine, "arch", engine_arch)
     monkeypatch.setattr(_FakeEngine, "calls", [])
-    monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
     monkeypatch.setattr(ComposeBackend, "server_binary", lambda self, spec: _source_build("x86_64"))
     monkeypatch.setattr(source_image, "_rootfs_tar", lambda binary: pytest.fail("imported for a refused engine"))
     if refused:
         with pytest.raises(ContainerEngineError, match="remote aarch64 machine.*x86_64 binaries") as info:
-            ComposeBackend().image_for(spec(tmp_path, version="unstable"))
+            ComposeBackend(docker=_FakeEngine).image_for(spec(tmp_path, version="unstable"))
         assert info.value.exit_code == 11
         assert not [c for c in _FakeEngine.calls if c[0] == "image"]
     else:
-        assert ComposeBackend().image_for(spec(tmp_path, version="unstable")).startswith("localhost/vkbench-valkey:src-cccc")
+        assert ComposeBackend(docker=_FakeEngine).image_for(spec(tmp_path, version="unstable")).startswith("localhost/vkbench-valkey:src-cccc")
 
 
 def test_a_local_engine_takes_the_source_build_and_it_is_resolved_once(tmp_path, monkeypatch):
@@ -254,10 +259,9 @@ def test_a_local_engine_takes_the_source_build_and_it_is_resolved_once(tmp_path,
 
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     monkeypatch.setattr(_FakeEngine, "calls", [])
-    monkeypatch.setattr(compose_backend, "Docker", _FakeEngine)
     resolved = []
     monkeypatch.setattr(servers, "resolve_server", lambda engine, version: resolved.append(version) or _source_build("x86_64"))
-    stack = ComposeBackend()._new_stack(spec(tmp_path, version="unstable"))
+    stack = ComposeBackend(docker=_FakeEngine)._new_stack(spec(tmp_path, version="unstable"))
     assert stack.image.startswith("localhost/vkbench-valkey:src-cccc") and stack.source.code["commit"] == "c" * 40
     assert resolved == ["unstable"]                      # the image and the result name one resolution
     assert not [c for c in _FakeEngine.calls if c[0] == "info"]   # a local engine runs this machine's binaries

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vkbench.topology.compose import _engine_address
+from vkbench.topology.docker_engine import engine_address
 
 
 @pytest.mark.parametrize(("docker_host", "recorded"), [
@@ -15,9 +15,9 @@ from vkbench.topology.compose import _engine_address
 ])
 def test_the_engine_address_is_recorded_without_user_or_password(monkeypatch, docker_host, recorded):
     monkeypatch.setenv("DOCKER_HOST", docker_host)
-    assert _engine_address() == recorded
+    assert engine_address() == recorded
 
 
 def test_no_docker_host_records_nothing(monkeypatch):
     monkeypatch.delenv("DOCKER_HOST", raising=False)
-    assert _engine_address() is None
+    assert engine_address() is None
