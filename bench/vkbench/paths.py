@@ -23,6 +23,11 @@ _BRANCH_MAX = 200
 _SPECIAL_REFS = {"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "stash"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
+#: The ids a follow-up carries from detection into a dispatch input and back into the history:
+#: a confirmation request (``confirm-<12 hex>``) and an incident (12 hex, or ``inc-<12 hex>``).
+CONFIRM_ID = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
+INCIDENT_ID = re.compile(r"(inc-)?[0-9a-f]{12}", re.ASCII)
+
 
 def check_branch_name(name: str, what: str = "--branch") -> str:
     """``name`` if it is a plain branch name, else UsageError (exit 2) saying why."""

@@ -31,17 +31,16 @@ import click
 
 from .. import markdown as md
 from ..matrix.server_settings import CELL_INPUT, CELL_INPUT_MAX, ServerSettingError, check_cell_json
+from ..paths import CONFIRM_ID, INCIDENT_ID
 from . import pages
-from .invoke import vkbench
 from .actions import InvalidInput, append_summary, set_output, untrusted_log
+from .invoke import vkbench
 from .trust import TrustedSource, check_commit, check_repository, is_full_sha, trusted_source
 
 # The ab preset that selects the catalog specs the changed files touch (vkbench ab --specs-from-changes).
 SPECS_FROM_CHANGES = "specs-from-changes"
 _PRESET = re.compile(r"[a-z0-9][a-z0-9-]{0,39}", re.ASCII)
 _NUMBER = re.compile(r"[1-9][0-9]{0,6}", re.ASCII)
-_CONFIRM = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
-_INCIDENT = re.compile(r"(inc-)?[0-9a-f]{12}", re.ASCII)
 _RUNNER_CLASS = re.compile(r"[a-z0-9][a-z0-9-]*", re.ASCII)
 
 
@@ -130,7 +129,7 @@ def check_ab(env: Mapping[str, str], classes: list[str]) -> AbInputs:
     _check(_PRESET, preset, "preset", "preset must be a preset name (letters, digits and -, not starting with -)", title)
     confirm = get("CONFIRM")
     if confirm:
-        _check(_CONFIRM, confirm, "confirm", "confirm must be confirm-<12 hex>", title)
+        _check(CONFIRM_ID, confirm, "confirm", "confirm must be confirm-<12 hex>", title)
         # A confirmation's verdict goes into the history: never from a pull request's code, and
         # only for the nightly's own candidates, which are commits of the trusted repository.
         if pr:
@@ -163,7 +162,7 @@ def check_bisect(env: Mapping[str, str], classes: list[str]) -> BisectInputs:
         _check(_NUMBER, issue, "incident_issue", "incident_issue must be an issue number", title)
     if incident:
         # an incident id of detect.json: 12 hex, or inc-<12 hex> for one a confirmation A/B opened
-        _check(_INCIDENT, incident, "incident", "incident must be an incident id (12 hex or inc-<12 hex>)", title)
+        _check(INCIDENT_ID, incident, "incident", "incident must be an incident id (12 hex or inc-<12 hex>)", title)
     repo, good, bad = get("REPOSITORY"), get("GOOD"), get("BAD")
     check_repository(repo, title)
     source = trusted_source(env)

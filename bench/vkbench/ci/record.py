@@ -21,12 +21,11 @@ from typing import Callable
 import click
 
 from ..errors import UsageError, VkbenchError
+from ..paths import CONFIRM_ID, INCIDENT_ID
 from . import pages
 from .actions import InvalidInput, append_summary
 from .invoke import vkbench
 
-_CONFIRM = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
-_INCIDENT = re.compile(r"(inc-)?[0-9a-f]{12}", re.ASCII)
 _FOLDER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", re.ASCII)
 
 
@@ -37,7 +36,7 @@ def _vkbench(argv: list[str], *, quiet: bool = False) -> str:
 
 def confirm_step(env, annotations: Path | None) -> tuple[str, str, Callable[[Path], str]]:
     rid = env.get("VKBENCH_CONFIRM_ID", "")
-    if not _CONFIRM.fullmatch(rid):
+    if not CONFIRM_ID.fullmatch(rid):
         raise InvalidInput("VKBENCH_CONFIRM_ID", "VKBENCH_CONFIRM_ID must be confirm-<12 hex>", title="confirm")
     ab = Path(env.get("VKBENCH_AB_DIR") or "vkbench-ab") / "ab.json"
     if not ab.is_file() or not ab.stat().st_size:
@@ -52,7 +51,7 @@ def confirm_step(env, annotations: Path | None) -> tuple[str, str, Callable[[Pat
 
 def bisect_step(env, annotations: Path | None, site_out: str) -> tuple[str, str, Callable[[Path], str]]:
     incident = env.get("VKBENCH_BISECT_INCIDENT", "")
-    if not _INCIDENT.fullmatch(incident):
+    if not INCIDENT_ID.fullmatch(incident):
         raise InvalidInput("incident", "record needs VKBENCH_BISECT_INCIDENT (the incident id: 12 hex or inc-<12 hex>)",
                            title="bisect inputs")
     report = Path(env.get("VKBENCH_BISECT_DIR") or "vkbench-bisect") / "bisect.json"

@@ -33,6 +33,7 @@ from ..errors import ResultFileError, UsageError
 from ..evidence import TARGET_MDE, adequate, inconclusive
 from ..history.series import COUNT_METRICS, bigger_is_better, segment_key
 from ..files import utc_now, write_json
+from ..paths import CONFIRM_ID
 from ..history.store import HistoryStore
 from ..results.aggregate import command_series
 from .candidates import find_candidate
@@ -147,7 +148,6 @@ def series_cell(dims: dict) -> dict:
 
 # -- recording an A/B's verdict ------------------------------------------------------------------
 
-_REQUEST_ID = re.compile(r"confirm-[0-9a-f]{12}", re.ASCII)
 _FULL_SHA = re.compile(r"[0-9a-f]{40}", re.ASCII)
 
 
@@ -161,7 +161,7 @@ def dispatch_bodies(detection: dict, ref: str) -> tuple[list[dict], list[str]]:
         rid = request.get("id") if isinstance(request, dict) else None
         good = ((request or {}).get("good") or {}).get("commit") or "" if isinstance(request, dict) else ""
         bad = ((request or {}).get("bad") or {}).get("commit") or "" if isinstance(request, dict) else ""
-        if not (isinstance(rid, str) and _REQUEST_ID.fullmatch(rid) and isinstance(good, str) and _FULL_SHA.fullmatch(good)
+        if not (isinstance(rid, str) and CONFIRM_ID.fullmatch(rid) and isinstance(good, str) and _FULL_SHA.fullmatch(good)
                 and isinstance(bad, str) and _FULL_SHA.fullmatch(bad)):
             skipped.append(f"skipping malformed confirmation request {str(rid)[:40]!r}")
             continue

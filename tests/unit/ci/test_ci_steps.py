@@ -13,7 +13,7 @@ import pytest
 from cli_outcome import vk  # tests/cli_outcome.py
 from github_api_standin import FakeGitHub
 
-from vkbench.ci import bench, counts, issues, pages, publish
+from vkbench.ci import bench, issues, pages, publish
 from vkbench.servers.resolve import is_moving_version
 
 TOKEN = "ghs_unitTestToken0123456789abcdef"
