@@ -25,6 +25,7 @@ from typing import Mapping
 
 import click
 
+from .. import markdown as md
 from ..errors import ExportError, ResultFileError, VkbenchError
 from . import pages
 from .actions import append_summary
@@ -71,7 +72,7 @@ def publish_cmd() -> None:
         except (VkbenchError, SystemExit):
             advice = "(io-threads advice unavailable: see the publish log)\n"
     append_summary(f"## Benchmark history updated\n\nPublished {len(files)} result file(s) to "
-                   f"`{pages.pages_branch(env)}`.\n\n{report}{advice}")
+                   f"{md.code(pages.pages_branch(env))}.\n\n{report}{advice}")
 
 
 @click.command("export-gab")
