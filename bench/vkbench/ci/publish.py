@@ -27,6 +27,7 @@ from typing import Mapping
 
 import click
 
+from .. import markdown as md
 from ..errors import ExportError, ResultFileError, VkbenchError
 from . import pages
 from .actions import append_summary, set_output
@@ -73,7 +74,7 @@ def publish_cmd() -> None:
         except (VkbenchError, SystemExit):
             advice = "(io-threads advice unavailable: see the publish log)\n"
     append_summary(f"## Benchmark history updated\n\nPublished {len(files)} result file(s) to "
-                   f"`{pages.pages_branch(env)}`.\n\n{report}{advice}")
+                   f"{md.code(pages.pages_branch(env))}.\n\n{report}{advice}")
 
 
 @click.command("export-gab")
