@@ -52,7 +52,7 @@ def test_chain_matches_the_workflow():
     assert scripts["plan"][-1] == "tools/ci/plan.sh"
     assert scripts["bench"] == ["tools/setup.sh", "tools/ci/fetch-binaries.sh", "tools/ci/run-cell.sh", "tools/ci/teardown.sh"]
     assert scripts["publish"][-2:] == ["tools/ci/publish.sh", "tools/ci/export-gab.sh"]
-    assert scripts["alert"][-1] == "tools/ci/alert.sh"
+    assert workflow_scripts("incidents.yml")["alert"][-1] == "tools/ci/alert.sh"
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -451,11 +451,12 @@ def test_a_new_incident_is_bisected_and_its_culprit_recorded(tmp_path):
     issue body with the culprit (the issue opened that night: no second one). Nothing is
     dispatched twice."""
     scripts, bisect_jobs = workflow_scripts("benchmark.yml"), workflow_scripts("bisect.yml")
-    assert scripts["alert"][-1] == "tools/ci/alert.sh" and scripts["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
+    incidents = workflow_scripts("incidents.yml")
+    assert incidents["alert"][-1] == "tools/ci/alert.sh" and incidents["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
     assert bisect_jobs["publish"][-1] == "tools/ci/bisect.sh record"
     assert bisect_jobs["alert"].index("tools/ci/bisect.sh comment") < bisect_jobs["alert"].index("tools/ci/alert.sh") \
         == len(bisect_jobs["alert"]) - 1
-    assert workflow_scripts("ab.yml")["dispatch-bisect"][-1] == "tools/ci/bisect.sh dispatch"
+    assert yaml.safe_load((WORKFLOWS / "ab.yml").read_text())["jobs"]["incidents"]["uses"] == "./.github/workflows/incidents.yml"
 
     logs = Logs()
     env = base_env(tmp_path)

@@ -220,24 +220,31 @@ def test_trusted_environment_only_where_the_inputs_job_says_trusted():
 
 
 def test_the_bisect_dispatch_job_holds_least_privilege():
-    """benchmark.yml (and ab.yml, for the incident a confirmation opens) dispatch bisects from a job
-    of its own: actions: write and contents: read, nothing else; alert keeps issues: write only.
-    What alert did reaches it as an artifact; the only other job with actions: write is confirm."""
+    """benchmark.yml (and ab.yml, for the incident a confirmation opens) open issues and dispatch
+    bisects through one reusable workflow, incidents.yml: its dispatch-bisect job holds actions:
+    write and contents: read, nothing else; alert keeps issues: write only. What alert did reaches
+    dispatch-bisect as an artifact; the only other job with actions: write is benchmark's confirm."""
+    workflows = load_dir(WORKFLOWS)
+    jobs = workflows["incidents.yml"].jobs
+    job = jobs["dispatch-bisect"]
+    assert job["permissions"] == {"contents": "read", "actions": "write"}
+    assert job["needs"] == "alert" and job["runs-on"] == "ubuntu-latest"
+    assert [s["run"] for s in job["steps"] if "run" in s][-1] == "tools/ci/bisect.sh dispatch"
+    assert jobs["alert"]["permissions"] == {"contents": "read", "issues": "write"}
+    uploads = [s for s in jobs["alert"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
+    downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+    assert [u["with"]["name"] for u in uploads] == ["${{ inputs.alert_artifact }}"]
+    assert "${{ inputs.alert_artifact }}" in [d["with"]["name"] for d in downloads]
     for name in ("benchmark.yml", "ab.yml"):
-        jobs = load_dir(WORKFLOWS)[name].jobs
-        job = jobs["dispatch-bisect"]
-        assert job["permissions"] == {"contents": "read", "actions": "write"}, name
-        assert job["needs"] == "alert" and job["runs-on"] == "ubuntu-latest"
-        assert [s["run"] for s in job["steps"] if "run" in s][-1] == "tools/ci/bisect.sh dispatch"
-        assert jobs["alert"]["permissions"] == {"contents": "read", "issues": "write"}, name
-        uploads = [s for s in jobs["alert"]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@")]
-        downloads = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/download-artifact@")]
+        caller = workflows[name].jobs["incidents"]
+        assert caller["uses"] == "./.github/workflows/incidents.yml" and caller["needs"] == "publish", name
+        assert caller["permissions"] == {"contents": "read", "issues": "write", "actions": "write"}, name
         # benchmark.yml's artifacts carry the preset (nightly.yml calls it twice in one run).
-        alert_artifact = "vkbench-${{ inputs.preset }}-alert" if name == "benchmark.yml" else "vkbench-alert"
-        assert [u["with"]["name"] for u in uploads] == [alert_artifact]
-        assert alert_artifact in [d["with"]["name"] for d in downloads]
-        holders = {job_id for job_id, j in jobs.items() if (j.get("permissions") or {}).get("actions") == "write"}
-        assert holders == ({"confirm", "dispatch-bisect"} if name == "benchmark.yml" else {"dispatch-bisect"}), holders
+        if name == "benchmark.yml":
+            assert caller["with"] == {"wheel_artifact": "vkbench-${{ inputs.preset }}-wheel",
+                                      "alert_artifact": "vkbench-${{ inputs.preset }}-alert"}
+        holders = {job_id for job_id, j in workflows[name].jobs.items() if (j.get("permissions") or {}).get("actions") == "write"}
+        assert holders == ({"confirm", "incidents"} if name == "benchmark.yml" else {"incidents"}), holders
     # The culprit (bisect.yml) and the confirmation's verdict (ab.yml) are recorded by a hosted job of
     # their own (the only one with contents: write), on the trusted path only; the self-hosted job
     # holds nothing but contents: read.
@@ -289,7 +296,7 @@ def test_every_wheel_install_goes_through_the_one_local_action(tmp_path):
             if "./.github/actions/install-vkbench" in uses:
                 users += 1
                 assert uses.index("./.github/actions/install-vkbench") > 0 and uses[0].startswith("actions/checkout@"), (wf.name, job_id)
-    assert users >= 10
+    assert users >= 8       # ab.yml, benchmark.yml, bisect.yml and incidents.yml (alert and dispatch-bisect of both callers)
     action = yaml.safe_load((REPO / ".github/actions/install-vkbench/action.yml").read_text())
     assert action["runs"]["using"] == "composite"
 

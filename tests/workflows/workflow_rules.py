@@ -355,18 +355,26 @@ def _check_permissions(wf: Workflow, workflows: dict[str, Workflow]) -> list[Vio
         if "*" in writes:
             out.append(Violation("permissions", wf.name, job_id, "write-all grants every scope"))
             continue
-        # A job calling a local reusable workflow may pass down what the called jobs may hold.
-        target = _local_target(str(job.get("uses", "")))
-        allowed_here = set()
-        if target and target in workflows:
-            for callee_id in workflows[target].jobs:
-                allowed_here |= {s for s, jobs in ALLOWED_WRITE.items() if callee_id in jobs}
+        # A job calling a local reusable workflow may pass down what the called jobs (and the
+        # workflows they call in turn) may hold.
+        allowed_here = _scopes_callees_may_hold(str(job.get("uses", "")), workflows)
         for scope in sorted(writes):
             if job_id in ALLOWED_WRITE.get(scope, set()) or scope in allowed_here:
                 continue
             where = ", ".join(sorted(ALLOWED_WRITE.get(scope, set()))) or "no job"
             out.append(Violation("write-scope", wf.name, job_id, f"{scope}: write is allowed only in: {where}"))
     return out
+
+
+def _scopes_callees_may_hold(uses: str, workflows: dict[str, Workflow], seen: frozenset[str] = frozenset()) -> set[str]:
+    target = _local_target(uses)
+    if not target or target not in workflows or target in seen:
+        return set()
+    allowed: set[str] = set()
+    for callee_id, callee in workflows[target].jobs.items():
+        allowed |= {s for s, jobs in ALLOWED_WRITE.items() if callee_id in jobs}
+        allowed |= _scopes_callees_may_hold(str(callee.get("uses", "")), workflows, seen | {target})
+    return allowed
 
 
 def _check_run_interpolation(wf: Workflow, job_id: str, job: dict) -> list[Violation]:
