@@ -56,7 +56,9 @@ def workflow_pins(workflow_dir: Path) -> tuple[dict[tuple[str, str], Pin], list[
     """(action, sha) -> Pin for every remote `uses:`; plus problems that are not about one pin."""
     pins: dict[tuple[str, str], Pin] = {}
     problems: list[str] = []
-    files = sorted([*workflow_dir.glob("*.yml"), *workflow_dir.glob("*.yaml")])
+    # The workflows, and the local composite actions beside them (.github/actions/*/action.yml).
+    files = sorted([*workflow_dir.glob("*.yml"), *workflow_dir.glob("*.yaml"),
+                    *workflow_dir.parent.glob("actions/*/action.y*ml")])
     for path in files:
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             m = USES.match(line)

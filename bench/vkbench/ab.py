@@ -40,6 +40,7 @@ from .runner.session import RunOptions, run_session
 from .servers import source_build
 from .servers.catalog import GIT_REF
 from .servers.gitmirror import Mirror, redact
+from .verdicts import FASTER, NO_SIGNIFICANT_CHANGE, SLOWER
 
 Progress = Callable[[str], None]
 
@@ -95,7 +96,7 @@ class Row:
 
     @property
     def regressed(self) -> bool:
-        return self.verdict == "slower"
+        return self.verdict == SLOWER
 
     @property
     def badness(self) -> float:
@@ -247,12 +248,12 @@ def verdict(change: float, low: float | None, high: float | None, *, mde: float 
     if not adequate(mde, target):
         return inconclusive(mde, target, more=more_rounds)
     if low is None or high is None:
-        return "no significant change"
+        return NO_SIGNIFICANT_CHANGE
     if low > 0:
-        return "faster"
+        return FASTER
     if high < 0:
-        return "slower"
-    return "no significant change"
+        return SLOWER
+    return NO_SIGNIFICANT_CHANGE
 
 
 # -- running ----------------------------------------------------------------------------------

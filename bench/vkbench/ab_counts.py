@@ -35,6 +35,8 @@ from .evidence import adequate, inconclusive, is_inconclusive
 from .instruments.diff import add_costs, self_cost_diff
 from .instruments.method import InstructionsMethod
 from .matrix.model import Cell, instructions_refusal
+from .verdicts import (FEWER_INSTRUCTIONS, LESS_MEMORY, MORE_INSTRUCTIONS, MORE_MEMORY, NO_CHANGE,
+                       NO_SIGNIFICANT_CHANGE)
 
 Progress = Callable[[str], None]
 
@@ -65,7 +67,7 @@ POWER = 0.8
 
 METRIC_INSTRUCTIONS = "instructions_per_op"
 METRIC_MEMORY = "bytes_per_key"
-MORE, FEWER, SAME = "more instructions", "fewer instructions", "no significant change"
+MORE, FEWER, SAME = MORE_INSTRUCTIONS, FEWER_INSTRUCTIONS, NO_SIGNIFICANT_CHANGE   # the words: vkbench.verdicts
 
 
 @dataclass
@@ -208,11 +210,11 @@ def memory_row(cell: str, base: list[float], candidate: list[float], keys: int) 
     p = Paired.of(base, candidate)
     ref = statistics.fmean(base) if base else 0.0
     if all(b == c for b, c in zip(base, candidate)):
-        verdict = "no change"
+        verdict = NO_CHANGE
     elif p.low is not None and p.low > 0:
-        verdict = "more memory"
+        verdict = MORE_MEMORY
     elif p.high is not None and p.high < 0:
-        verdict = "less memory"
+        verdict = LESS_MEMORY
     else:
         verdict = SAME
     return MemoryRow(cell, statistics.median(base), statistics.median(candidate), round(p.delta, 3), _r(p.low),

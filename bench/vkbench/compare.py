@@ -23,6 +23,7 @@ from .servers.source_build import PER_BUILD_FIELDS
 from .evidence import adequate, inconclusive
 from .history.series import identity_dimensions
 from .stats import POWER, Comparison, compare_samples
+from .verdicts import BETTER, NO_SIGNIFICANT_CHANGE, WORSE
 
 #: Counted metrics (docs/instructions.md), lower is better for both: instructions per operation
 #: (per seed: fresh server i runs with seed i on both sides, so the servers pair up) and memory per
@@ -159,16 +160,16 @@ def paired_counts(base: dict[int, float], candidate: dict[int, float], *, alpha:
     if not adequate(mde, target_mde):
         verdict = inconclusive(mde, target_mde, unit="seeds (servers) per side")
     elif p_value is None or p_value >= alpha or abs(change) < COUNT_MIN_EFFECT:
-        verdict = "no significant change"
+        verdict = NO_SIGNIFICANT_CHANGE
     else:
-        verdict = "worse" if change > 0 else "better"
+        verdict = WORSE if change > 0 else BETTER
     return Comparison(bm, cm, change, low, high, p_value, verdict, mde)
 
 
 def memory_comparison(base: float, candidate: float) -> Comparison:
     """Memory per key, one value a side: no interval; past :data:`MEMORY_MIN_EFFECT` it is a verdict."""
     change = (candidate - base) / base if base else 0.0
-    verdict = "no significant change" if abs(change) < MEMORY_MIN_EFFECT else ("worse" if change > 0 else "better")
+    verdict = NO_SIGNIFICANT_CHANGE if abs(change) < MEMORY_MIN_EFFECT else (WORSE if change > 0 else BETTER)
     return Comparison(base, candidate, change, None, None, None, verdict, None)
 
 

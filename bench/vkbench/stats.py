@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as st
 
+from .verdicts import BETTER, NO_SIGNIFICANT_CHANGE, WORSE
+
 CONFIDENCE = 0.95
 
 
@@ -136,8 +138,8 @@ def compare_samples(
         more = needed - min(len(b), len(c)) if needed is not None else None
         verdict = inconclusive(mde, target_mde, more=more, unit="repetitions per side")
     elif not significant:
-        verdict = "no significant change"
+        verdict = NO_SIGNIFICANT_CHANGE
     else:
         improved = change > 0 if bigger_is_better else change < 0
-        verdict = "better" if improved else "worse"
+        verdict = BETTER if improved else WORSE
     return Comparison(bm, cm, change, low, high, p_value, verdict, mde, needed)

@@ -9,17 +9,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cli_outcome import vk
 
-from cli_outcome import vk  # noqa: E402
-
-from vkbench.matrix.model import Cell  # noqa: E402
-from vkbench.matrix.server_settings import ALLOWED_NAMES, ServerSettingError, check_server_args  # noqa: E402
+from vkbench.matrix.model import Cell
+from vkbench.matrix.server_settings import ALLOWED_NAMES, ServerSettingError, check_server_args
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,16 +16,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cli_outcome import vk
+from factory import make_result, write_result
+from test_escapes import tree_hash
 
-from cli_outcome import vk  # noqa: E402
-from factory import make_result, write_result  # noqa: E402
-from test_escapes import tree_hash  # noqa: E402
-
-from vkbench.history.ingest import ingest  # noqa: E402
-from vkbench.history.store import HistoryStore  # noqa: E402
+from vkbench.history.ingest import ingest
+from vkbench.history.store import HistoryStore
 
 REPO = Path(__file__).resolve().parents[2]
 

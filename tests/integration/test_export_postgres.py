@@ -15,17 +15,15 @@ import pwd
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "history"))
-from factory import nightly_series  # noqa: E402
+from factory import nightly_series
 
-from cli_outcome import vk  # noqa: E402
-from vkbench.history import HistoryStore, ingest  # noqa: E402
+from cli_outcome import vk
+from vkbench.history import HistoryStore, ingest
 
 psycopg = pytest.importorskip("psycopg", reason="pip install 'vkbench[postgres]' (tools/setup.sh --test installs it)")
 

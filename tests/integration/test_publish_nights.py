@@ -12,14 +12,12 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cli_outcome import vk
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import sim_history  # noqa: E402
+import sim_history
 
 NIGHTS, CELLS, KEEP_DAYS = 30, 4, 7
 SERIES = CELLS * 2

@@ -144,7 +144,8 @@ def test_two_calls_of_benchmark_in_one_run_keep_their_artifacts_and_both_publish
     charts = [s["with"]["name"] for s in jobs["publish"]["steps"]
               if str(s.get("uses", "")).startswith("benchmark-action/github-action-benchmark@")]
     suffix = "${{ inputs.preset != 'nightly' && format(' [{0}]', inputs.preset) || '' }}"
-    assert charts == [f"vkbench throughput (rps){suffix}", f"vkbench latency (ms){suffix}"]
+    assert charts == [f"vkbench throughput (rps){suffix}", f"vkbench latency (ms){suffix}",
+                      f"vkbench counts (instructions/op, bytes/key){suffix}"]
     publish = jobs["publish"]["concurrency"]
     assert publish["group"] == "vkbench-publish" and publish["cancel-in-progress"] is False and publish["queue"] == "max"
 
@@ -269,3 +270,40 @@ def test_self_hosted_jobs_tear_down_the_backend_they_ran():
             if any(str(step.get("run", "")).strip() == "tools/ci/teardown.sh" for step in job.get("steps") or []):
                 seen[(wf.name, job_id)] = (job.get("env") or {}).get("VKBENCH_BACKEND")
     assert seen == expected
+
+
+def test_every_wheel_install_goes_through_the_one_local_action(tmp_path):
+    """Issue 24: the "install the vkbench wheel" block lives once, in .github/actions/install-vkbench;
+    its own `uses:` keep the pin rules, and a job that uses it checks the repository out first."""
+    from workflow_paths import REPO
+
+    users = 0
+    for wf in load_dir(WORKFLOWS).values():
+        for job_id, job in wf.jobs.items():
+            steps = job.get("steps") or []
+            uses = [str(s.get("uses", "")) for s in steps]
+            # Only the plan job installs a wheel itself: the one it has just built.
+            builds = any(s.get("name") == "Build the vkbench wheel" for s in steps)
+            assert builds or not any("pip install" in str(s.get("run", "")) and "vkbench-" in str(s.get("run", ""))
+                                     for s in steps), (wf.name, job_id)
+            if "./.github/actions/install-vkbench" in uses:
+                users += 1
+                assert uses.index("./.github/actions/install-vkbench") > 0 and uses[0].startswith("actions/checkout@"), (wf.name, job_id)
+    assert users >= 10
+    action = yaml.safe_load((REPO / ".github/actions/install-vkbench/action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+
+    # The rules read the action: an unpinned `uses:` in it, or a missing action, is a violation.
+    wfdir, actdir = tmp_path / ".github" / "workflows", tmp_path / ".github" / "actions" / "setup"
+    wfdir.mkdir(parents=True)
+    actdir.mkdir(parents=True)
+    (wfdir / "w.yml").write_text(
+        "on: push\npermissions: {}\njobs:\n  j:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: ./.github/actions/setup\n      - uses: ./.github/actions/missing\n")
+    (actdir / "action.yml").write_text(
+        "name: s\nruns:\n  using: composite\n  steps:\n    - uses: actions/setup-python@v6\n"
+        "    - shell: bash\n      run: echo ${{ github.event.pull_request.title }}\n")
+    found = {(v.rule, v.message.split(":")[0]) for v in check_dir(wfdir)}
+    assert ("pinned-uses", "actions/setup-python@v6") in found
+    assert ("local-action", "./.github/actions/missing") in found
+    assert any(v.rule == "run-interpolation" and v.file == "actions/setup/action.yml" for v in check_dir(wfdir))

@@ -7,7 +7,11 @@ job in a called workflow inherits the triggers of its callers.
 
 Rules (the ``rule`` field of a violation):
 
-- ``pinned-uses``        a non-local ``uses:`` is ``owner/repo(/path)@<40 hex>`` with a ``# vX.Y.Z`` comment
+- ``pinned-uses``        a non-local ``uses:`` is ``owner/repo(/path)@<40 hex>`` with a ``# vX.Y.Z`` comment,
+                         in the workflows and in the local composite actions they use
+                         (``.github/actions/<name>/action.yml``, checked as a job of their own)
+- ``local-action``       a ``uses: ./.github/actions/<name>`` whose action.yml does not exist, or
+                         that is not a composite action
 - ``permissions``        a job without ``permissions:`` under a top level that is not restrictive;
                          a write scope at the top level; ``write-all`` anywhere
 - ``write-scope``        a write scope outside the one job allowed to hold it
@@ -146,6 +150,36 @@ def check_dir(path: Path) -> list[Violation]:
                 out += _check_self_hosted(wf, job_id, job, workflows, callers)
             out += _check_pull_request_job(wf, job_id, job, callers)
         out += _check_artifacts_per_call(wf, callers)
+    out += _check_local_actions(Path(path), workflows)
+    return out
+
+
+def _check_local_actions(path: Path, workflows: dict[str, Workflow]) -> list[Violation]:
+    """The composite actions under ``.github/actions`` beside a workflow directory: each one a
+    workflow used locally names exists and is composite, and each one's steps keep the workflows'
+    rules on ``uses:`` pins and on ``${{ }}`` inside ``run:``."""
+    actions_dir = path.parent / "actions"
+    out: list[Violation] = []
+    for wf in workflows.values():
+        for job_id, job in wf.jobs.items():
+            for step in _steps(job):
+                uses = str(step.get("uses", ""))
+                if uses.startswith("./.github/actions/"):
+                    action = actions_dir / uses.removeprefix("./.github/actions/") / "action.yml"
+                    if not action.is_file():
+                        out.append(Violation("local-action", wf.name, job_id, f"{uses}: no {action}"))
+    for action in sorted(actions_dir.glob("*/action.y*ml")):
+        text = action.read_text()
+        data = yaml.safe_load(text) or {}
+        name = f"actions/{action.parent.name}/{action.name}"
+        runs = data.get("runs") or {}
+        if runs.get("using") != "composite":
+            out.append(Violation("local-action", name, "-", "a local action is composite (runs.using: composite)"))
+            continue
+        # Checked as one job of a workflow: the same pin and interpolation rules as the callers'.
+        as_workflow = Workflow(name, text, {"jobs": {"(composite)": {"steps": runs.get("steps") or []}}})
+        out += _check_uses(as_workflow)
+        out += _check_run_interpolation(as_workflow, "(composite)", as_workflow.jobs["(composite)"])
     return out
 
 

@@ -13,7 +13,9 @@ silently), then writes the detection report and the io-threads advice to the job
   GITHUB_TOKEN          a token that may push (contents: write), only in this step's env
 
 ``vkbench ci export-gab`` writes github-action-benchmark's input files for the coarse backstop
-chart (rps.json, latency.json) into VKBENCH_GAB_OUT (default gab).
+chart (rps.json, latency.json, and counts.json when the results were counted) into
+VKBENCH_GAB_OUT (default gab), and sets the step output ``counts`` (``true``/``false``): the
+workflow charts counts.json only when it exists (github-action-benchmark fails on a missing file).
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ from typing import Mapping
 
 import click
 
+from .. import markdown as md
 from ..errors import ExportError, ResultFileError, VkbenchError
 from . import pages
-from .actions import append_summary
+from .actions import append_summary, set_output
 from .invoke import vkbench
 
 
@@ -71,15 +74,17 @@ def publish_cmd() -> None:
         except (VkbenchError, SystemExit):
             advice = "(io-threads advice unavailable: see the publish log)\n"
     append_summary(f"## Benchmark history updated\n\nPublished {len(files)} result file(s) to "
-                   f"`{pages.pages_branch(env)}`.\n\n{report}{advice}")
+                   f"{md.code(pages.pages_branch(env))}.\n\n{report}{advice}")
 
 
 @click.command("export-gab")
 def export_gab_cmd() -> None:
-    """Write rps.json and latency.json for github-action-benchmark from $VKBENCH_RESULTS_DIR."""
+    """Write rps.json, latency.json (and counts.json) for github-action-benchmark from $VKBENCH_RESULTS_DIR."""
     out = Path(os.environ.get("VKBENCH_GAB_OUT") or "gab")
     vkbench(["export", "gab", os.environ.get("VKBENCH_RESULTS_DIR") or "vkbench-results", "--out", str(out)])
     for name in ("rps.json", "latency.json"):
         path = out / name
         if not path.is_file() or not path.stat().st_size:
             raise ExportError(f"vkbench export gab wrote no {path}", hint="the results hold no throughput or latency to chart")
+    counts = out / "counts.json"
+    set_output("counts", "true" if counts.is_file() and counts.stat().st_size else "false")

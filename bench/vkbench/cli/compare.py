@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..compare import (COUNT_METRICS, COUNT_MIN_EFFECT, MEMORY_MIN_EFFECT, METRICS, TARGET_MDE, Row, build_warnings,
                        compare_dirs, rows_to_json)
+from ..verdicts import BETTER, WORSE
 
 _UNITS = {"rps": "rps", "instructions_per_op": "instructions/op", "bytes_per_key": "bytes/key"}
 
@@ -94,7 +95,7 @@ def compare_cmd(base_dir: Path, candidate_dir: Path, fmt: str, metrics: str, tar
     table = Table(title=_shown(f"{rows[0].base_label} -> {rows[0].candidate_label}"), title_justify="left")
     for col in ("cell", "cmd", "metric", "base", "candidate", "change", "95% CI", "p", "MDE", "verdict"):
         table.add_column(col, justify="right" if col in ("base", "candidate", "change", "p", "MDE") else "left")
-    colour = {"better": "green", "worse": "red"}
+    colour = {BETTER: "green", WORSE: "red"}
     for r in rows:
         style = colour.get(r.verdict, "")
         table.add_row(_shown(r.key), _shown(r.command), r.metric, _value(r.metric, r.base), _value(r.metric, r.candidate),

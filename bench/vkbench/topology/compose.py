@@ -351,19 +351,19 @@ def _ensure_image(docker: Docker, image: str) -> None:
         )
 
 
-def _up(stack: _Stack, services: list[str]) -> subprocess.CompletedProcess:
-    """``compose up -d`` bounded per attempt; a stalled attempt is torn down and tried again."""
+def _up(stack: _Stack, services: list[str], *, timeout: float = UP_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """``compose up -d`` bounded per attempt (``timeout``); a stalled attempt is torn down and tried again."""
     _ensure_image(stack.docker, stack.image)
     for attempt in range(1, UP_ATTEMPTS + 1):
         try:
             return stack.compose("up", "-d", "--no-color", "--pull", "never", *services,
-                                 timeout=UP_TIMEOUT_S, check=False)
+                                 timeout=timeout, check=False)
         except EngineTimeout:
             log.warning("docker compose up stalled (attempt %d of %d); removing the stack and retrying",
                         attempt, UP_ATTEMPTS)
             _remove_project(stack.docker, stack.project, file=stack.file)
     raise ContainerEngineError(
-        f"docker compose up for {stack.spec.topology} did not finish within {UP_TIMEOUT_S:.0f} s, "
+        f"docker compose up for {stack.spec.topology} did not finish within {timeout:.0f} s, "
         f"{UP_ATTEMPTS} times",
         hint="the engine is overloaded or hung: check `docker ps -a` and the podman service's log; " + ENGINE_HINT,
     )

@@ -7,7 +7,9 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from fake_github import TOKEN, FakeGitHub
+from github_api_standin import FakeGitHub  # tests/workflows/github_api_standin.py: the one GitHub stand-in
+
+TOKEN = "ghs_FAKE_SECRET_token_0123456789"
 
 from vkbench.alerts.github import GitHubClient
 from vkbench.alerts.issues import LABEL, marker, sync_issues
@@ -42,11 +44,11 @@ LIST = ("GET", "/repos/o/r/issues?labels=vkbench-regression&state=all&per_page=1
 
 
 def test_create_then_unchanged_then_update_then_close():
-    with FakeGitHub() as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
         actions = sync_issues(detection(), client(fake))
         assert [a.kind for a in actions] == ["create"]
-        assert fake.calls[0] == LIST
-        method, path, body = fake.calls[1]
+        assert fake.sent()[0] == LIST
+        method, path, body = fake.sent()[1]
         assert (method, path) == ("POST", "/repos/o/r/issues")
         assert body["labels"] == [LABEL]
         assert body["title"] == "Performance regression: SET, pipeline 16, io-threads 2, cloud-x86: -8% between a1b2c3d and d4e5f6a"
@@ -59,34 +61,34 @@ def test_create_then_unchanged_then_update_then_close():
         # the next night, same incident: no duplicate, no write
         fake.calls.clear()
         assert [a.kind for a in sync_issues(detection(), client(fake))] == ["unchanged"]
-        assert fake.calls == [LIST]
+        assert fake.sent() == [LIST]
 
         # it got worse: the body is edited in place
         fake.calls.clear()
         assert [a.kind for a in sync_issues(detection(magnitude=-0.12), client(fake))] == ["update"]
-        assert [(m, p) for m, p, _ in fake.calls] == [LIST[:2], ("PATCH", "/repos/o/r/issues/1")]
-        assert "-12.0%" in fake.calls[1][2]["body"] and len(fake.issues) == 1
+        assert [(m, p) for m, p, _ in fake.sent()] == [LIST[:2], ("PATCH", "/repos/o/r/issues/1")]
+        assert "-12.0%" in fake.sent()[1][2]["body"] and len(fake.issues) == 1
 
         # recovered: comment, then close
         fake.calls.clear()
         assert [a.kind for a in sync_issues(detection(status="closed"), client(fake))] == ["close"]
-        assert fake.calls[1][:2] == ("POST", "/repos/o/r/issues/1/comments")
-        assert fake.calls[1][2]["body"].startswith("Recovered")
-        assert fake.calls[2] == ("PATCH", "/repos/o/r/issues/1", {"state": "closed", "state_reason": "completed"})
+        assert fake.sent()[1][:2] == ("POST", "/repos/o/r/issues/1/comments")
+        assert fake.sent()[1][2]["body"].startswith("Recovered")
+        assert fake.sent()[2] == ("PATCH", "/repos/o/r/issues/1", {"state": "closed", "state_reason": "completed"})
         assert fake.issues[1]["state"] == "closed"
 
         # closed stays closed, and nothing new is opened for it
         fake.calls.clear()
         assert sync_issues(detection(status="closed"), client(fake)) == []
-        assert fake.calls == [LIST]
+        assert fake.sent() == [LIST]
 
 
 def test_silenced_incident_closes_its_issue_as_not_planned():
-    with FakeGitHub() as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
         fake.add_issue("Performance regression: x", marker("0123456789ab") + "\nbody")
         actions = sync_issues(detection(silenced=True), client(fake))
         assert [a.kind for a in actions] == ["close"]
-        assert "expected: new default" in fake.issues[1]["comments"][0]
+        assert "expected: new default" in fake.comments[1][0]
         assert fake.issues[1]["state_reason"] == "not_planned"
 
 
@@ -96,32 +98,32 @@ def test_a_same_build_incident_opens_no_issue_and_closes_one_with_its_reason():
     doc = detection(silenced=True)
     doc["incidents"][0].update(same_build=True, annotation={"action": "silence", "reason": SAME_BUILD_REASON,
                                                             "automatic": "same-build"})
-    with FakeGitHub() as fake:
-        assert sync_issues(doc, client(fake)) == [] and fake.calls == [LIST]
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
+        assert sync_issues(doc, client(fake)) == [] and fake.sent() == [LIST]
         fake.add_issue("Performance regression: x", marker("0123456789ab") + "\nbody")
         assert [a.kind for a in sync_issues(doc, client(fake))] == ["close"]
-        assert fake.issues[1]["comments"][0].startswith("Not a code change: the same server build ran before and after")
+        assert fake.comments[1][0].startswith("Not a code change: the same server build ran before and after")
         assert fake.issues[1]["state_reason"] == "not_planned"
 
 
 def test_an_issue_closed_by_a_person_is_not_reopened_or_duplicated():
-    with FakeGitHub() as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
         fake.add_issue("Performance regression: x", marker("0123456789ab"), state="closed")
         assert [a.kind for a in sync_issues(detection(), client(fake))] == ["left-closed"]
-        assert fake.calls == [LIST] and len(fake.issues) == 1
+        assert fake.sent() == [LIST] and len(fake.issues) == 1
 
 
 def test_incident_no_longer_detected_is_closed():
-    with FakeGitHub() as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
         fake.add_issue("Performance regression: old", marker("fedcba987654") + "\nold")
         doc = detection()
         sync_issues(doc, client(fake))
-        assert fake.issues[1]["state"] == "closed" and "no longer reports" in fake.issues[1]["comments"][0]
+        assert fake.issues[1]["state"] == "closed" and "no longer reports" in fake.comments[1][0]
         assert fake.issues[2]["state"] == "open"
 
 
 def test_token_is_redacted_from_errors():
-    with FakeGitHub(leak_auth_in_errors=True) as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN, leak_auth_in_errors=True) as fake:
         fake.fail_next = 401
         with pytest.raises(AlertError) as exc:
             sync_issues(detection(), client(fake))
@@ -133,7 +135,7 @@ def test_token_is_redacted_from_errors():
 def test_cli_creates_issue_and_fails_on_regression_without_printing_the_token(tmp_path):
     (tmp_path / "h").mkdir()
     (tmp_path / "h" / "detect.json").write_text(json.dumps(detection()))
-    with FakeGitHub() as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
         runner = CliRunner()
         result = runner.invoke(alert_cmd, ["--repo", "o/r", "--history", str(tmp_path / "h"), "--api-url", fake.url,
                                            "--token-env", "VKB_TEST_TOKEN", "--fail-on", "regression"],
@@ -141,7 +143,7 @@ def test_cli_creates_issue_and_fails_on_regression_without_printing_the_token(tm
         assert isinstance(result.exception, RegressionFound) and result.exception.exit_code == 10
         assert "create" in result.output and "(new)" not in result.output.split("create")[0]
         assert TOKEN not in result.output and TOKEN not in str(result.exception)
-        assert [c[0] for c in fake.calls] == ["GET", "POST"]
+        assert [c[0] for c in fake.sent()] == ["GET", "POST"]
 
         fake.calls.clear()
         again = runner.invoke(alert_cmd, ["--repo", "o/r", "--history", str(tmp_path / "h"), "--api-url", fake.url,

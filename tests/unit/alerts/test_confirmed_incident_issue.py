@@ -8,7 +8,9 @@ import json
 
 import numpy as np
 from factory import make_result, write_result
-from fake_github import TOKEN, FakeGitHub
+from github_api_standin import FakeGitHub  # tests/workflows/github_api_standin.py: the one GitHub stand-in
+
+TOKEN = "ghs_FAKE_SECRET_token_0123456789"
 
 from vkbench.alerts.github import GitHubClient
 from vkbench.alerts.issues import incident_of, sync_issues
@@ -61,7 +63,7 @@ def test_a_confirmed_incident_keeps_its_id_and_issue_when_persistence_reports_it
     (confirmed,) = doc["incidents"]
     assert confirmed["confirmation"]["change"] == -0.1 and not doc["change_points"]
 
-    with FakeGitHub() as fake:
+    with FakeGitHub(owner_repo="o/r", token=TOKEN) as fake:
         client = GitHubClient("o/r", TOKEN, api_url=fake.url)
         assert [a.kind for a in sync_issues(doc, client)] == ["create"]
         assert incident_of(fake.issues[1]) == confirmed["id"]
@@ -82,7 +84,7 @@ def test_a_confirmed_incident_keeps_its_id_and_issue_when_persistence_reports_it
         actions = sync_issues(doc, client)
         assert [(a.kind, a.issue) for a in actions] in ([("update", 1)], [("unchanged", 1)])
         assert len(fake.issues) == 1 and fake.issues[1]["state"] == "open"
-        assert not [c for c in fake.calls if c[0] == "POST" and c[1].endswith("/comments")], "never closed as noise"
+        assert not [c for c in fake.sent() if c[0] == "POST" and c[1].endswith("/comments")], "never closed as noise"
 
 
 def test_an_annotation_on_the_confirmed_id_follows_the_incident(tmp_path):

@@ -154,10 +154,9 @@ def test_a_stalled_compose_up_is_killed_retried_and_then_fails_clearly(tmp_path,
     fake.write_text(FAKE_DOCKER.format(log=log, pids=pids))
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(compose_backend, "UP_TIMEOUT_S", 1.0)
     stack = ComposeBackend()._new_stack(spec(tmp_path, "cluster:3"))
     with pytest.raises(ContainerEngineError) as info:
-        compose_backend._up(stack, ["shard-0-primary"])
+        compose_backend._up(stack, ["shard-0-primary"], timeout=1.0)
     assert info.value.exit_code == 11
     assert f"did not finish within 1 s, {compose_backend.UP_ATTEMPTS} times" in info.value.message
     assert "overloaded or hung" in info.value.hint

@@ -20,8 +20,7 @@ from vkbench.history.ingest import ingest
 from vkbench.instruments.diff import diff_dumps, diff_results, diff_top_functions, dumps_of, to_markdown
 from vkbench.results.io import validate_result
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "history"))
-from factory import make_result  # noqa: E402
+from factory import make_result
 
 ROOT = Path(__file__).resolve().parents[3]
 WINDOW = 1000

@@ -7,10 +7,9 @@ import json
 import os
 import stat
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from github_api_standin import FakeGitHub
 
 from .conftest import SCRIPTS
 
@@ -18,59 +17,12 @@ TOKEN = "github_pat_FAKE0123456789abcdefSECRET"
 JIT = "eyJmYWtlIjoiaml0In0="
 
 
-class FakeGitHub(BaseHTTPRequestHandler):
-    requests: list[dict] = []
-    status = 201
-
-    def _record(self) -> dict:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length).decode() if length else ""
-        entry = {
-            "method": self.command,
-            "path": self.path,
-            "auth": self.headers.get("Authorization"),
-            "body": json.loads(body) if body else None,
-        }
-        type(self).requests.append(entry)
-        return entry
-
-    def _reply(self, status: int, payload: dict | None) -> None:
-        data = json.dumps(payload).encode() if payload is not None else b""
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_POST(self):  # noqa: N802 (http.server's naming)
-        entry = self._record()
-        if type(self).status != 201:
-            self._reply(type(self).status, {"message": "Bad credentials"})
-        elif entry["path"].endswith("/generate-jitconfig"):
-            self._reply(201, {"runner": {"id": 42}, "encoded_jit_config": JIT})
-        elif entry["path"].endswith("/registration-token"):
-            self._reply(201, {"token": "AREGTOKEN123", "expires_at": "2030-01-01T00:00:00Z"})
-        else:
-            self._reply(404, {"message": "Not Found"})
-
-    def do_DELETE(self):  # noqa: N802
-        self._record()
-        self._reply(404, {"message": "Not Found"})
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def api():
-    FakeGitHub.requests = []
-    FakeGitHub.status = 201
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeGitHub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", FakeGitHub
-    server.shutdown()
-    server.server_close()
+    """The one GitHub stand-in (tests/workflows/github_api_standin.py): registration endpoints, calls recorded."""
+    with FakeGitHub(owner_repo="example-org/vkbench") as gh:
+        gh.jit_config = JIT
+        yield gh.url, gh
 
 
 def register(tmp_path, api_url, *extra, token=TOKEN):
@@ -100,7 +52,7 @@ def test_jit_registration_writes_the_config_for_the_unit(tmp_path, api):
     url, gh = api
     result = register(tmp_path, url)
     assert result.returncode == 0, result.stderr
-    post = gh.requests[-1]
+    post = gh.calls[-1]
     assert post["method"] == "POST"
     assert post["path"] == "/repos/example-org/vkbench/actions/runners/generate-jitconfig"
     assert post["auth"] == f"Bearer {TOKEN}"
@@ -119,7 +71,7 @@ def test_next_registration_deletes_a_runner_that_never_ran_a_job(tmp_path, api):
     url, gh = api
     assert register(tmp_path, url).returncode == 0
     assert register(tmp_path, url).returncode == 0
-    methods = [(r["method"], r["path"].rsplit("/", 1)[-1]) for r in gh.requests]
+    methods = [(r["method"], r["path"].rsplit("/", 1)[-1]) for r in gh.calls]
     assert methods == [("POST", "generate-jitconfig"), ("DELETE", "42"), ("POST", "generate-jitconfig")]
 
 
@@ -151,7 +103,7 @@ def test_token_mode_configures_an_ephemeral_runner_without_the_token_in_argv(tmp
 
 def test_rejected_credential_fails_without_printing_it(tmp_path, api):
     url, gh = api
-    gh.status = 401
+    gh.fail_all = 401
     result = register(tmp_path, url)
     assert result.returncode == 1
     assert "Bad credentials" in result.stderr
@@ -166,7 +118,7 @@ def test_the_credential_can_come_from_a_root_only_file(tmp_path, api):
     token_file.chmod(0o600)
     result = register(tmp_path, url, "--token-file", str(token_file), token=None)
     assert result.returncode == 0, result.stderr
-    assert gh.requests[-1]["auth"] == f"Bearer {TOKEN}"
+    assert gh.calls[-1]["auth"] == f"Bearer {TOKEN}"
 
 
 def test_no_credential_is_an_error(tmp_path, api):
@@ -174,4 +126,4 @@ def test_no_credential_is_an_error(tmp_path, api):
     result = register(tmp_path, url, token=None)
     assert result.returncode == 1
     assert "no credential" in result.stderr
-    assert gh.requests == []
+    assert gh.calls == []

@@ -88,7 +88,8 @@ def runner_labels() -> list[str]:
 
 def pinned_actions(tree: Path) -> set[tuple[str, str]]:
     pins = set()
-    for path in (tree / ".github" / "workflows").glob("*.y*ml"):
+    # The workflows and the local composite actions they use (.github/actions/*/action.yml).
+    for path in [*(tree / ".github" / "workflows").glob("*.y*ml"), *(tree / ".github" / "actions").glob("*/action.y*ml")]:
         pins.update(USES.findall(path.read_text()))
     return pins
 

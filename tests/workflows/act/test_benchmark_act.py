@@ -53,7 +53,8 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
     assert result.returncode == 0, result.describe()
     assert result.names() == {name: "success" for name in ("plan", "publish", "alert", "confirm candidates", "bisect new incidents",
                                                            *(c["name"] for c in cells))}, result.describe()
-    # No step of publish failed or was skipped, the two github-action-benchmark steps included.
+    # No step of publish failed or was skipped, the github-action-benchmark steps included (smoke
+    # counts no instructions, but every preload records memory per key: counts.json, a third chart).
     publish_steps = result.step_results("publish")
     assert [s for s in publish_steps if "Backstop chart" in s] and set(publish_steps.values()) == {"success"}, publish_steps
 
@@ -75,16 +76,17 @@ def test_dispatch_with_publish_runs_the_whole_chain(act_runner, pages, tmp_path)
     data_js = (branch / "dev" / "bench" / "data.js").read_text()
     # A preset other than nightly charts under its own name (nightly.yml publishes two presets a night).
     assert "vkbench throughput (rps) [smoke]" in data_js and "vkbench latency (ms) [smoke]" in data_js
+    assert "vkbench counts (instructions/op, bytes/key) [smoke]" in data_js and '"unit": "bytes/key"' in data_js
     shown = ah.render_site(branch / "site")
     assert shown["problems"] == [] and shown["legend_items"] >= 1 and shown["canvases"] >= 1, shown
 
-    # The REST API: github-action-benchmark looked up the commit (twice, one per chart), vkbench
+    # The REST API: github-action-benchmark looked up the commit (three times, one per chart), vkbench
     # alert read the regression issues; all with the job's token, nothing outside this repository.
     assert api.calls, "no call reached the fake GitHub API"
     assert all(c["path"].startswith(f"/repos/{ah.OWNER_REPO}/") for c in api.calls), api.calls
     assert all(ah.FAKE_TOKEN in c["auth"] for c in api.calls), [c["auth"][:12] for c in api.calls]
     commit_lookups = [c for c in api.calls if c["path"].startswith(f"/repos/{ah.OWNER_REPO}/commits/")]
-    assert len(commit_lookups) == 2, api.calls
+    assert len(commit_lookups) == 3, api.calls
     assert any(c["path"].startswith(f"/repos/{ah.OWNER_REPO}/issues") for c in api.calls), api.calls
     assert not [c for c in api.calls if c["path"].endswith("/dispatches")], api.calls
 
