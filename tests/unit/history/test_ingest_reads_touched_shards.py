@@ -52,3 +52,26 @@ def test_an_untouched_shard_edited_in_place_is_left_to_the_deep_verify(tmp_path)
     ingest(store, [tmp_path / "night"])          # touches November only
     with pytest.raises(ResultFileError, match="2026-10"):
         store.verify(deep=True)                  # what `vkbench history verify` runs
+
+
+def test_shard_bytes_are_line_checked_once_per_process(tmp_path, monkeypatch):
+    from vkbench.history import store as store_module
+
+    store = HistoryStore(tmp_path / "history")
+    write_result(tmp_path / "past", make_result(run_id="night-0", timestamp="2026-10-01T02:00:00Z"))
+    ingest(store, [tmp_path / "past"])
+    sid = sorted(store.index()["series"])[0]
+    monkeypatch.setattr(store_module, "_CHECKED_SHARDS", set())
+    calls = []
+    original = store_module.check_point
+    monkeypatch.setattr(store_module, "check_point", lambda p, s: calls.append(s) or original(p, s))
+    first = store.read_series(sid)
+    assert len(calls) == 1
+    assert store.read_series(sid) == first      # the same points, not checked again
+    assert len(calls) == 1
+    # other bytes (a bad line) are checked, and refused
+    shard = store.shard_path(sid, "2026-10")
+    shard.write_bytes(shard.read_bytes().replace(b'"run_id": "night-0"', b'"run_id": "../x"').replace(b'"run_id":"night-0"', b'"run_id":"../x"'))
+    with pytest.raises(ResultFileError):
+        store_module.read_jsonl(shard)
+    assert len(calls) == 2
