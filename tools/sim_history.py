@@ -244,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dir", type=Path, default=None, help="keep the bare repository here (default: a temporary one)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print rows as JSON lines")
+    parser.add_argument("--profile", default=None, metavar="FILE",
+                        help="run the last night's publish under cProfile and write its stats here (python -m pstats FILE)")
     parser.add_argument("--bulk-nights", type=int, default=0,
                         help="first write this many nights of past directly (tools/bench_history_scale.py's bulk writer: series "
                              "shards and index, no result copies), push them, then publish --nights nights on top: publish time "
@@ -278,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                 writer(results, args.bulk_nights + night)
             started = time.monotonic()
             cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([sys.executable, "-m", "vkbench", "publish", str(results), "--repo-dir", str(bare),
+            profile = ["-m", "cProfile", "-o", args.profile] if args.profile and night + 1 == args.nights else []
+            subprocess.run([sys.executable, *profile, "-m", "vkbench", "publish", str(results), "--repo-dir", str(bare),
                             "--branch", args.branch, "--detect", "--site-out", "site", "--no-reference",
                             *(["--site-branch", args.site_branch] if args.site_branch else []), *extra],
                            check=True, env=env, capture_output=True, text=True)
