@@ -126,11 +126,7 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, st
         if store.migrated:
             report.notes.append(f"history format migrated {store.migrated}: shards checked and named after their series "
                                 "(<month>.<sid>.jsonl; per-shard checksums in index.json)")
-        # every listed shard present with its recorded size, none unlisted; a shard this night
-        # appends to is checked in full below (bytes, sha256, every line). The others are not
-        # read: a publish costs the night's work, not the history's (issue 23); the deep check
-        # of every shard is `vkbench history verify` and the rebuild/migrate paths.
-        store.verify(index)
+        store.verify(index, deep=True)   # every shard matches the index (lines, bytes, sha256); none unlisted
         series_index = index["series"]
 
         new_points: dict[tuple[str, str], list[dict]] = {}
