@@ -6,7 +6,7 @@ from pathlib import Path
 
 import import_cycles  # tools/ (pytest pythonpath)
 
-PACKAGE = Path(__file__).resolve().parents[3] / "bench" / "vkbench"
+PACKAGE = Path(__file__).resolve().parents[2] / "bench" / "vkbench"
 
 
 def _graph(package: Path) -> list[list[str]]:

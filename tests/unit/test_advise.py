@@ -19,7 +19,7 @@ from vkbench.history.store import HistoryStore
 from vkbench.results.io import load_result, write_result
 from vkbench.stats import summarize
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "results" / "reference"
 #: The blog's io-threads sweep on the overclocked CM4 (2.2 GHz): io-threads 1, 5 and 2.
 PI_SWEEP = ("pi-cm4-blog-2-overclock.json", "pi-cm4-blog-3-io5.json", "pi-cm4-blog-4-io2.json")
