@@ -11,3 +11,23 @@ import signal
 
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+import pytest  # noqa: E402  (after the signal fix above, which must run first)
+
+#: The markers of tests that load the whole machine: real servers and benchmark tools, containers,
+#: Chromium, source builds, act, qemu. Under pytest-xdist (`--dist loadgroup`, as tools/test.sh
+#: runs the suite) they all go to one worker and run one after another, exactly as in a serial
+#: run: two of them at once on a 2-core machine would slow each other past their timeouts and
+#: add noise to what they measure. Every other test (unit, hardening, workflow rules) spreads
+#: over the remaining workers meanwhile.
+MACHINE_MARKERS = ("integration", "compose", "browser", "sourcebuild", "act", "arm64")
+
+
+# tryfirst: xdist's own hook (loadgroup) reads the xdist_group marks, and a plugin registered
+# after this conftest would otherwise run first and see none.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(item.get_closest_marker(marker) for marker in MACHINE_MARKERS):
+            item.add_marker(pytest.mark.xdist_group("machine"))

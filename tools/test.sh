@@ -6,6 +6,7 @@
 #
 #   tools/test.sh --fast [ARGS]   only the unit tests (tests/unit), in parallel (pytest-xdist, one
 #                                 worker per core): the subset to run while changing code
+#   tools/test.sh --serial [ARGS] the whole suite in one process (by default it runs in parallel)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -19,4 +20,11 @@ if [[ "${1:-}" == "--fast" ]]; then
   shift
   exec .venv/bin/python -m pytest tests/unit -n auto "$@"
 fi
-exec .venv/bin/python -m pytest "$@"
+# The whole suite in parallel: the tests that load the machine (servers, containers, Chromium,
+# source builds, act, qemu) stay on one worker, one after another (tests/conftest.py groups
+# them); the rest spreads over the other workers. --serial runs everything in one process.
+if [[ "${1:-}" == "--serial" ]]; then
+  shift
+  exec .venv/bin/python -m pytest "$@"
+fi
+exec .venv/bin/python -m pytest -n auto --dist loadgroup "$@"
