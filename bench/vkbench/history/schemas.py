@@ -38,6 +38,8 @@ from ..errors import ResultFileError
 NAMES = ("detect-v1", "detect-alerts-v1", "bisects-v1", "confirmations-v1", "ab-v1", "alert-actions-v1")
 
 _SAFE_KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")
+#: Keywords whose failure reads better as "<value> is not <the subschema's description>".
+_DESCRIBED = ("enum", "const", "pattern", "minimum", "minLength", "maxLength", "minItems")
 _TYPE_WORDS = {"object": "an object", "array": "a list", "string": "a string", "number": "a finite number",
                "integer": "an integer", "boolean": "true or false", "null": "null"}
 
@@ -127,8 +129,7 @@ def describe(error: ValidationError) -> tuple[str, str]:
     if keyword == "type":
         types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         return where, f"not {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} ({shown(instance)})"
-    if isinstance(subschema, dict) and subschema.get("description") and keyword in ("enum", "pattern", "minimum",
-                                                                                 "minLength", "const"):
+    if isinstance(subschema, dict) and subschema.get("description") and keyword in _DESCRIBED:
         return where, f"{shown(instance)} is not {subschema['description']}"
     if keyword == "enum":
         return where, f"{shown(instance)} is not one of {', '.join(map(str, error.validator_value))}"
