@@ -85,9 +85,14 @@ def test_every_schema_is_a_valid_draft_2020_12_schema():
     assert on_disk == {*schemas.NAMES, "result-v1"}
 
 
-def test_the_bisect_step_verdicts_are_those_of_the_code():
-    judged = schemas.schema("bisects-v1")["$defs"]["step"]["properties"]["judged"]["enum"]
-    assert tuple(judged) == bisects.JUDGED
+def test_the_schemas_say_what_the_code_says():
+    """Constants the code keeps beside the schemas (writers and other checks use them)."""
+    defs = schemas.schema("bisects-v1")["$defs"]
+    assert tuple(defs["step"]["properties"]["judged"]["enum"]) == bisects.JUDGED
+    assert defs["incident_id"]["pattern"] == bisects.INCIDENT_ID.pattern
+    assert defs["sha"]["pattern"] == bisects.FULL_SHA.pattern
+    status = schemas.schema("confirmations-v1")["$defs"]["entry"]["properties"]["status"]["enum"]
+    assert tuple(status) == confirmations.STATUSES
 
 
 def test_what_the_code_writes_passes_its_schema(written):
