@@ -62,6 +62,10 @@ def test_wheel_holds_the_package_data(wheel):
     references = [n for n in names if n.startswith("vkbench/reference/") and n.endswith(".json")]
     assert len(references) == len(list((REPO / "results" / "reference").glob("*.json")))
     assert not [n for n in names if "node_modules" in n or n.startswith("tests/")]
+    # every JSON Schema: the result's and those of the history's files (vkbench.history.schemas)
+    schemas = sorted(p.name for p in (REPO / "bench" / "vkbench" / "schema").glob("*.schema.json"))
+    assert len(schemas) >= 7 and "detect-v1.schema.json" in schemas, schemas
+    assert not [s for s in schemas if f"vkbench/schema/{s}" not in names], f"schemas not in the wheel: {schemas}"
 
 
 @pytest.fixture(scope="module")

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import ResultFileError, UsageError
 from ..files import utc_now, write_json
+from ..history.schemas import check, shown, shown_key
 from ..history.store import HistoryStore
 from ..matrix.server_settings import CELL_INPUT, CELL_INPUT_MAX
 from .confirmations import series_cell
@@ -60,15 +61,7 @@ def read_actions(path: Path) -> list[dict]:
         raise UsageError(f"{path}: no such file", hint="pass the file of `vkbench alert --actions-out`") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ResultFileError(f"{path}: not JSON ({exc})", hint="pass the file of `vkbench alert --actions-out`") from None
-    if not isinstance(data, list):
-        raise ResultFileError(f"{path}: not a list of alert actions", hint="pass the file of `vkbench alert --actions-out`")
-    for i, action in enumerate(data):
-        if not (isinstance(action, dict) and isinstance(action.get("kind"), str)
-                and isinstance(action.get("incident_id"), str)
-                and (action.get("issue") is None or _count(action.get("issue")))):
-            raise ResultFileError(f"{path}: action {i} is not an object with kind, incident_id and issue",
-                                  hint="pass the file of `vkbench alert --actions-out`")
-    return data
+    return check(data, "alert-actions-v1", path, "pass the file of `vkbench alert --actions-out`")
 
 
 def bisect_requests(detection: dict, actions: list[dict], *, trusted_repository: str, runner_classes: set[str],
@@ -204,9 +197,11 @@ def read_report(path: Path) -> dict:
              "resolved": data.get("resolved", True), "culprit": data.get("culprit"), "culprit_subject": data.get("culprit_subject"), "effect": data.get("effect"),
              "ci_low": ci[0], "ci_high": ci[1], "steps": data.get("steps"), "wall_s": data.get("wall_s"),
              "inconclusive": data.get("inconclusive")}
+    what = "a report of `vkbench bisect`"
+    check(entry, "bisects-v1", path, hint, definition="entry", what=what)
     problem = _entry_problem(entry)
     if problem:
-        raise ResultFileError(f"{path}: {problem}; not a report of `vkbench bisect`", hint=hint)
+        raise ResultFileError(f"{path}: {problem}; not {what}", hint=hint)
     return entry
 
 
@@ -222,19 +217,17 @@ def load(store: HistoryStore) -> dict:
         raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint=_RESTORE) from None
     except IsADirectoryError:
         raise ResultFileError(f"{path}: a directory where a JSON file belongs", hint=_RESTORE) from None
-    if not isinstance(data, dict) or not _count(data.get("format")) or not isinstance(data.get("bisects"), dict):
-        raise ResultFileError(f"{path}: not a bisects file (format and a bisects mapping)", hint=_RESTORE)
-    if data["format"] > FORMAT:
-        raise ResultFileError(f"{path}: format {data['format']} is newer than this vkbench reads ({FORMAT})",
+    version = data.get("format") if isinstance(data, dict) else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT:   # before its schema
+        raise ResultFileError(f"{path}: format {version} is newer than this vkbench reads ({FORMAT})",
                               hint="upgrade vkbench (pip install -U vkbench) before reading this history")
+    check(data, "bisects-v1", path, _RESTORE)
     for iid, entry in data["bisects"].items():
-        problem = "not an object" if not isinstance(entry, dict) else _entry_problem(entry)
-        if not INCIDENT_ID.match(iid):
-            problem = "not an incident id"
-        elif not problem and entry.get("incident_id") != iid:
+        problem = _entry_problem(entry)
+        if not problem and entry.get("incident_id") != iid:
             problem = "incident_id differs from its key"
         if problem:
-            raise ResultFileError(f"{path}: bisects/{_shown(iid)}: {problem}", hint=_RESTORE)
+            raise ResultFileError(f"{path}: bisects/{shown_key(iid)}: {problem}", hint=_RESTORE)
     return data
 
 
@@ -243,7 +236,7 @@ def record(store: HistoryStore, incident: dict, report: dict, *, run_url: str | 
     the entry. The report must be of the incident's repository and commit range."""
     iid = str(incident.get("id"))
     if not INCIDENT_ID.match(iid):
-        raise UsageError(f"incident id {_shown(iid)} is not an id", hint="take the id from detect.json")
+        raise UsageError(f"incident id {shown(iid)} is not an id", hint="take the id from detect.json")
     good, bad = incident.get("good") or {}, incident.get("bad") or {}
     if (report["good"], report["bad"]) != (good.get("commit"), bad.get("commit")):
         raise UsageError(f"the bisect covers {report['good'][:12]}..{report['bad'][:12]}, incident {iid} lies between "
@@ -253,7 +246,7 @@ def record(store: HistoryStore, incident: dict, report: dict, *, run_url: str | 
         raise UsageError(f"the bisect ran in {report['repository']}, incident {iid} was built from {bad.get('repository')}",
                          hint="bisect the repository the incident's builds came from")
     if run_url is not None and not re.fullmatch(r"https://[^\s\"'<>]{1,300}", run_url):
-        raise UsageError(f"--run-url {_shown(run_url)}: not an https URL", hint="the workflow run's URL")
+        raise UsageError(f"--run-url {shown(run_url)}: not an https URL", hint="the workflow run's URL")
     entry = {"incident_id": iid, "recorded": utc_now(), **report, "workflow_run_url": run_url}
     data = load(store)
     data["bisects"][iid] = entry
@@ -285,54 +278,12 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _opt_number(value: Any) -> bool:
-    return value is None or _number(value)
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def _sha(value: Any) -> bool:
-    return isinstance(value, str) and bool(FULL_SHA.match(value))
-
-
-_STEP = {"commit": _sha, "subject": lambda v: isinstance(v, str), "change": _number, "ci_low": _opt_number,
-         "ci_high": _opt_number, "mde": _opt_number, "rounds": _count, "judged": lambda v: v in JUDGED,
-         "wall_s": _opt_number}
-_ENTRY = {"repository": lambda v: isinstance(v, str) and v != "", "good": _sha, "bad": _sha, "range_size": _count,
-          "measure": lambda v: isinstance(v, str), "reproduced": lambda v: isinstance(v, bool),
-          "culprit": lambda v: v is None or _sha(v), "culprit_subject": lambda v: v is None or isinstance(v, str),
-          "effect": _opt_number, "ci_low": _opt_number, "ci_high": _opt_number, "wall_s": _opt_number,
-          "inconclusive": lambda v: v is None or (isinstance(v, str) and len(v) <= 300)}
-
-
 def _entry_problem(entry: dict) -> str | None:
-    for key, check in _ENTRY.items():
-        if not check(entry.get(key)):
-            return f"{key}: {_shown(entry.get(key))} is not what a bisect records"
+    """What the schema cannot say of an entry (valid against bisects-v1 ``$defs/entry``): a
+    culprit is named exactly when the search reproduced the regression and finished."""
     resolved = entry.get("resolved", True)
-    if not isinstance(resolved, bool):
-        return f"resolved: {_shown(resolved)} is not true/false"
-    if entry["reproduced"] and resolved and entry["culprit"] is None:
+    if entry["reproduced"] and resolved and entry.get("culprit") is None:
         return "culprit: a reproduced regression names one"
-    if not resolved and entry["culprit"] is not None:
+    if not resolved and entry.get("culprit") is not None:
         return "culprit: an unresolved bisect names none"
-    steps = entry.get("steps")
-    if not isinstance(steps, list) or not steps:
-        return "steps: not a list of A/B steps"
-    for k, step in enumerate(steps):
-        if not isinstance(step, dict):
-            return f"steps/{k}: not an object"
-        for key, check in _STEP.items():
-            if not check(step.get(key)):
-                return f"steps/{k}/{key}: {_shown(step.get(key))} is not what a bisect step records"
-    url = entry.get("workflow_run_url")
-    if url is not None and not (isinstance(url, str) and url.startswith("https://")):
-        return "workflow_run_url: not an https URL"
     return None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -34,6 +34,7 @@ from ..evidence import TARGET_MDE, adequate, inconclusive
 from ..history.series import COUNT_METRICS, bigger_is_better, segment_key
 from ..files import utc_now, write_json
 from ..paths import CONFIRM_ID
+from ..history.schemas import check, shown, shown_key
 from ..history.store import HistoryStore
 from ..results.aggregate import command_series
 from .candidates import find_candidate
@@ -179,38 +180,20 @@ def load(store: HistoryStore) -> dict:
     path = store.path / CONFIRMATIONS
     if not path.exists():
         return {"confirmations": {}}
-    data = _read_json(path, _RESTORE)
-    if not isinstance(data, dict) or not isinstance(data.get("confirmations"), dict):
-        raise ResultFileError(f"{path}: no confirmations mapping", hint=_RESTORE)
+    data = check(_read_json(path, _RESTORE), "confirmations-v1", path, _RESTORE)
     for rid, entry in data["confirmations"].items():
-        problem = _entry_problem(rid, entry)
-        if problem:
-            shown = rid if re.fullmatch(r"[A-Za-z0-9._-]{1,100}", rid) else _shown(rid)
-            raise ResultFileError(f"{path}: confirmations/{shown}/{problem}", hint=_RESTORE)
+        # What the schema cannot say: an entry is filed under its own (and its request's) id.
+        for where, found in (("id", entry["id"]), ("request/id", entry["request"]["id"])):
+            if found != rid:
+                raise ResultFileError(f"{path}: confirmations/{shown_key(rid)}/{where}: {shown(found)} differs from its key; "
+                                      "not a confirmations file", hint=_RESTORE)
     return data
 
 
 def read_ab_report(path: Path) -> dict:
     """A ``vkbench ab`` report (ab.json), with every field :func:`record` and ``vkbench confirm``
     use checked: anything else is a ResultFileError naming the file and the field."""
-    data = _read_json(path, _AB_HINT, missing_is_usage=True)
-    if not isinstance(data, dict):
-        raise ResultFileError(f"{path}: not an A/B report (top level is not an object)", hint=_AB_HINT)
-    for side in ("base", "candidate"):
-        if not (isinstance(data.get(side), dict) and _str(data[side].get("commit"))):
-            raise ResultFileError(f"{path}: {side}/commit: missing or not a string", hint=_AB_HINT)
-    rows = data.get("rows")
-    if not isinstance(rows, list):
-        raise ResultFileError(f"{path}: rows: not a list", hint=_AB_HINT)
-    counts = data.get("counts", [])
-    if not isinstance(counts, list):
-        raise ResultFileError(f"{path}: counts: not a list", hint=_AB_HINT)
-    for key, items in (("rows", rows), ("counts", counts)):
-        for k, row in enumerate(items):
-            problem = "not an object" if not isinstance(row, dict) else _fields_problem(row, _AB_ROW)
-            if problem:
-                raise ResultFileError(f"{path}: {key}/{k}/{problem}", hint=_AB_HINT)
-    return data
+    return check(_read_json(path, _AB_HINT, missing_is_usage=True), "ab-v1", path, _AB_HINT)
 
 
 def _read_json(path: Path, hint: str, *, missing_is_usage: bool = False) -> Any:
@@ -228,72 +211,6 @@ def _read_json(path: Path, hint: str, *, missing_is_usage: bool = False) -> Any:
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _opt_number(value: Any) -> bool:
-    return value is None or _number(value)
-
-
-def _str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _opt_str(value: Any) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _opt_count(value: Any) -> bool:
-    return value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
-
-
-#: What an A/B row must hold for a verdict (ab.py Row), and what a recorded entry keeps of it.
-_AB_ROW = {"change": _number, "ci_low": _opt_number, "ci_high": _opt_number, "mde": _opt_number,
-           "rounds": _opt_count, "cell": _opt_str, "command": _opt_str}
-_AB_KEPT = {**_AB_ROW, "change": _opt_number, "base": _opt_str, "candidate": _opt_str, "verdict": _opt_str}
-_SERIES = {"series_id": _str, "metric": _str, "magnitude": _number}
-
-
-def _fields_problem(data: dict, checks: dict) -> str | None:
-    for key, check in checks.items():
-        if not check(data.get(key)):
-            return f"{key}: {_shown(data.get(key))} is not what an A/B report holds"
-    return None
-
-
-def _entry_problem(rid: Any, entry: Any) -> str | None:
-    """What is wrong with one recorded confirmation (the fields detection reads), or None."""
-    if not isinstance(entry, dict):
-        return "not an object"
-    if entry.get("id") != rid:
-        return "id: differs from its key"
-    if entry.get("status") not in STATUSES:
-        return f"status: {_shown(entry.get('status'))} is not confirmed, rejected or inconclusive"
-    if not isinstance(entry.get("ab"), dict):
-        return "ab: not an object"
-    problem = _fields_problem(entry["ab"], _AB_KEPT)
-    if problem:
-        return f"ab/{problem}"
-    req = entry.get("request")
-    if not isinstance(req, dict):
-        return "request: not an object"
-    if req.get("id") != rid or not _str(req.get("machine_class")) or not _number(req.get("magnitude")):
-        return "request: no id (its key), machine_class or magnitude"
-    for end in ("good", "bad"):
-        ref = req.get(end)
-        if not isinstance(ref, dict) or not all(_str(ref[k]) for k in ("commit", "run_id", "timestamp") if k in ref):
-            return f"request/{end}: not an object with commit, run_id and timestamp strings"
-    series = req.get("series")
-    if not isinstance(series, list):
-        return "request/series: not a list"
-    for k, item in enumerate(series):
-        if not isinstance(item, dict) or not all(check(item.get(key)) for key, check in _SERIES.items()):
-            return f"request/series/{k}: not an object with series_id, metric and magnitude"
-    return None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def verdict_of(ab_report: dict, min_effect: float, *, counted: bool = False,
