@@ -13,7 +13,9 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-import pytest  # noqa: E402  (after the signal fix above, which must run first)
+from pathlib import Path  # noqa: E402  (after the signal fix above, which must run first)
+
+import pytest  # noqa: E402
 
 #: The markers of tests that load the whole machine: real servers and benchmark tools, containers,
 #: Chromium, source builds, act, qemu. Under pytest-xdist (`--dist loadgroup`, as tools/test.sh
@@ -22,6 +24,9 @@ import pytest  # noqa: E402  (after the signal fix above, which must run first)
 #: add noise to what they measure. Every other test (unit, hardening, workflow rules) spreads
 #: over the remaining workers meanwhile.
 MACHINE_MARKERS = ("integration", "compose", "browser", "sourcebuild", "act", "arm64")
+#: The workflow runs under nektos/act: every test there is an `act` test, marked here (not in that
+#: folder's conftest) so the mark exists before the grouping below reads it.
+ACT_TESTS = Path(__file__).resolve().parent / "workflows" / "act"
 
 
 # tryfirst: xdist's own hook (loadgroup) reads the xdist_group marks, and a plugin registered
@@ -29,5 +34,7 @@ MACHINE_MARKERS = ("integration", "compose", "browser", "sourcebuild", "act", "a
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if item.path.parent == ACT_TESTS:
+            item.add_marker(pytest.mark.act)
         if any(item.get_closest_marker(marker) for marker in MACHINE_MARKERS):
             item.add_marker(pytest.mark.xdist_group("machine"))

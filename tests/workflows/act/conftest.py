@@ -17,11 +17,7 @@ import pytest
 import act_harness as ah  # noqa: E402
 
 
-def pytest_collection_modifyitems(items):
-    here = Path(__file__).resolve().parent
-    for item in items:
-        if Path(str(item.fspath)).resolve().parent == here:
-            item.add_marker(pytest.mark.act)
+# Every test of this folder is marked `act` by tests/conftest.py (which also groups it for xdist).
 
 
 @pytest.fixture(scope="session")
