@@ -102,7 +102,9 @@ if __name__ == "__main__":
 
 # ---- the connection plugin (imported by Ansible) ---------------------------------------------
 
+import hashlib  # noqa: E402
 import shlex  # noqa: E402
+import stat  # noqa: E402
 
 from ansible.errors import AnsibleError  # noqa: E402
 from ansible.module_utils.common.process import get_bin_path  # noqa: E402
@@ -112,6 +114,8 @@ from ansible_collections.containers.podman.plugins.connection import podman  # n
 
 DOCUMENTATION = podman.DOCUMENTATION.replace("name: podman\n", "name: podman_pipelined\n", 1)
 RELAY_START_TIMEOUT_S = 60
+#: sockaddr_un's sun_path on Linux: 108 bytes with the terminating NUL.
+SUN_PATH_MAX = 107
 AGENT_PYTHON = "/usr/bin/python3"     # Debian's; the targets here are Debian and Ubuntu
 
 
@@ -131,7 +135,18 @@ class Connection(podman.Connection):
         base = os.environ.get("ANSIBLE_LOCAL_TEMP") or "/tmp"
         base = os.path.expanduser(base)
         os.makedirs(base, mode=0o700, exist_ok=True)
-        return os.path.join(base, f"podman-relay-{self._container_id}.sock")
+        path = os.path.join(base, f"podman-relay-{self._container_id}.sock")
+        if len(os.fsencode(path)) + 8 <= SUN_PATH_MAX:     # the relay binds "<path>.<pid>" first
+            return path
+        # Too long for a unix socket (pytest-xdist's per-worker temp folders are deeper): the
+        # bind fails, and every command would wait RELAY_START_TIMEOUT_S for a relay that died.
+        # A short private folder instead, and a name every worker process of this run derives alike.
+        short = os.path.join("/tmp", f"vkbench-relay-{os.getuid()}")
+        os.makedirs(short, mode=0o700, exist_ok=True)
+        info = os.lstat(short)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise AnsibleError(f"{short}: not a private folder of this user; remove it")
+        return os.path.join(short, hashlib.sha256(os.fsencode(path)).hexdigest()[:20] + ".sock")
 
     def _relay(self, request: dict) -> dict | None:
         """Send one request through the relay (starting it if needed); None if unavailable."""
@@ -157,13 +172,15 @@ class Connection(podman.Connection):
             podman_cmd = get_bin_path(self.get_option("podman_executable"))
         except ValueError:
             return False
-        subprocess.Popen([sys.executable, __file__, path, podman_cmd, self._container_id, AGENT_PYTHON],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+        relay = subprocess.Popen([sys.executable, __file__, path, podman_cmd, self._container_id, AGENT_PYTHON],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True, close_fds=True)
         deadline = time.monotonic() + RELAY_START_TIMEOUT_S
         while time.monotonic() < deadline:
             if os.path.exists(path):
                 return True
+            if relay.poll() is not None:      # it died (could not bind, no podman): fall back now
+                return False
             time.sleep(0.05)
         return False
 
