@@ -38,3 +38,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.act)
         if any(item.get_closest_marker(marker) for marker in MACHINE_MARKERS):
             item.add_marker(pytest.mark.xdist_group("machine"))
+    # The group starts with the act runs (8 minutes of containers that assert outcomes, never
+    # timing), so the other workers' few minutes of unit tests overlap them rather than the
+    # tests whose measurements or deadlines a busy second core could disturb.
+    items.sort(key=lambda item: item.path.parent != ACT_TESTS)

@@ -50,3 +50,11 @@ def test_machine_loading_tests_share_one_worker_and_the_rest_spreads(tmp_path):
     machine = {worker for worker, test in ran if re.search(r"test_(server|container|page)", test)}
     assert len(machine) == 1, f"the machine group ran on {sorted(machine)}:\n{run.stdout[-3000:]}"
     assert {worker for worker, _ in ran} == {"gw0", "gw1"}, "the other tests did not spread"
+
+
+def test_every_act_test_is_marked_before_the_grouping():
+    tests = Path(__file__).resolve().parent
+    run = subprocess.run([sys.executable, "-m", "pytest", str(tests / "workflows" / "act"), "--collect-only", "-q",
+                          "-m", "not act", "-p", "no:cacheprovider"], cwd=tests.parent, capture_output=True, text=True,
+                         timeout=120)
+    assert re.search(r"\b0/\d+ tests collected|no tests collected", run.stdout), run.stdout[-2000:]
