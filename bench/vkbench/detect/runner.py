@@ -34,9 +34,12 @@ def run_detection(
     params: DetectionParams | None = None,
     write: bool = True,
     jobs: int | None = None,
+    store: HistoryStore | None = None,
 ) -> dict:
+    """``store``: the :class:`HistoryStore` of ``history_dir`` to read through (publish hands over
+    the ingest's, whose parsed shards are then not parsed again; it goes on to the site build)."""
     params = params or DetectionParams()
-    store = HistoryStore(history_dir)
+    store = HistoryStore(history_dir) if store is None else store
     if not store.path.is_dir():
         raise ResultFileError(f"{store.path}: no such history directory", hint="run `vkbench ingest RESULTS --history DIR` first")
     index = store.index()
@@ -46,14 +49,15 @@ def run_detection(
         entries = validate_annotations(annotations or [])
     store.verify(index)        # every shard present with its recorded size (digests: per series below)
     series_index = command_series(index["series"])   # not the TOTALS series an older ingest added
-    version = store.layout_version()    # shard file names: read once, not once per series
-    tasks = [(str(store.path), version, sid, series_index[sid], entries, params) for sid in sorted(series_index)]
+    store.layout_version()    # shard file names: read once, not once per series (nor per worker)
+    tasks = [(sid, series_index[sid], entries, params) for sid in sorted(series_index)]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
-        with mp.get_context("fork").Pool(jobs) as pool:
-            per_series = pool.map(_detect_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
+        # forked workers inherit the store (with what it has parsed already) without pickling it
+        with mp.get_context("fork").Pool(jobs, initializer=_adopt_store, initargs=(store,)) as pool:
+            per_series = pool.map(_detect_in_worker, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
     else:
-        per_series = [_detect_one(task) for task in tasks]
+        per_series = [_detect_one(store, task) for task in tasks]
 
     change_points: list[dict] = []
     segments: dict[str, list[dict]] = {}
@@ -120,10 +124,25 @@ def _same_detection(store: HistoryStore, doc: dict) -> bool:
     return json.loads(json.dumps(strip(doc))) == strip(old)
 
 
-def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
-    history, version, sid, entry, entries, params = task
+#: A detection worker's store: set by the pool's initializer in the forked worker process only
+#: (and gone with it); the parent never sets it.
+_worker_store: HistoryStore | None = None
+
+
+def _adopt_store(store: HistoryStore) -> None:
+    global _worker_store
+    _worker_store = store
+
+
+def _detect_in_worker(task) -> tuple[str, list[dict], list[dict], dict, int]:
+    assert _worker_store is not None, "a detection worker without its store"
+    return _detect_one(_worker_store, task)
+
+
+def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict], dict, int]:
+    sid, entry, entries, params = task
     dims = entry["dims"]
-    points = HistoryStore(history, version=version).read_series(sid, entry)
+    points = store.read_series(sid, entry)
     resets, silences = [], []
     for k, entry in enumerate(entries):
         if not matches_series(entry, sid, dims):
