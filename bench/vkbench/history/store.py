@@ -133,6 +133,8 @@ class HistoryStore:
         self._version: int | None = version
         #: shard path -> its parsed points, as read by this store (see the class docstring).
         self._parsed: dict[str, _ParsedShard] = {}
+        #: series id -> (the parsed shards it was made of, its points sorted): read_series again.
+        self._sorted: dict[str, tuple[list[_ParsedShard], list[dict]]] = {}
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -263,6 +265,10 @@ class HistoryStore:
     def shard_points(self, sid: str, month: str, entry: dict) -> list[dict]:
         """The points of one shard, checked against the index entry (lines, bytes, sha256) and
         line by line: read and parsed once per store while the file stays as it was read."""
+        return self._parsed_shard(sid, month, entry)[1]
+
+    def _parsed_shard(self, sid: str, month: str, entry: dict) -> tuple[_ParsedShard | None, list[dict]]:
+        """:meth:`shard_points`, and what the store keeps of the shard (None: not kept)."""
         path = self.shard_path(sid, month)
         key = str(path)
         expected = (entry.get("shard_digests") or {}).get(month)
@@ -272,21 +278,23 @@ class HistoryStore:
         except FileNotFoundError:
             raise self._missing(sid, month) from None
         if known is not None and known.identity == _identity(before) and (expected is None or known.digest == expected):
-            return known.points
+            return known, known.points
         data = self.verify_shard(sid, month, entry)
         points = parse_jsonl(data, path)
+        kept = None
         with contextlib.suppress(OSError):
             after = os.stat(key)
             # kept only when the file did not change while it was read (and is the bytes checked)
             if _identity(after) == _identity(before) and after.st_size == len(data):
-                self._parsed[key] = _ParsedShard(_identity(after), expected or shard_digest(data), points)
-        return points
+                kept = self._parsed[key] = _ParsedShard(_identity(after), expected or shard_digest(data), points)
+        return kept, points
 
     def forget(self, paths: Iterable[str | os.PathLike] | None = None) -> None:
         """Drop what this store read of ``paths`` (every shard when None): a writer calls it
         for the shards it replaces."""
         if paths is None:
             self._parsed.clear()
+            self._sorted.clear()
             return
         for path in paths:
             self._parsed.pop(str(path), None)
@@ -399,15 +407,25 @@ class HistoryStore:
                 raise ResultFileError(f"{self.index_path}: no series {sid}", hint="list the series with the site or index.json")
         self.check_series_files(sid, entry)
         points: list[dict] = []
+        shards = []
         with _collector_paused():
             for month in sorted(entry.get("shards") or []):
-                points.extend(self.shard_points(sid, month, entry))
+                kept, part = self._parsed_shard(sid, month, entry)
+                shards.append(kept)
+                points.extend(part)
         if not entry.get("shard_digests") and len(points) != entry.get("points"):
             raise ResultFileError(
                 f"{self.series_dir(sid)}: {len(points)} points in the shards where index.json records {entry.get('points')}",
                 hint=REBUILD_HINT,
             )
+        sorted_before = self._sorted.get(sid)
+        if sorted_before is not None and None not in shards and len(shards) == len(sorted_before[0]) \
+                and all(a is b for a, b in zip(shards, sorted_before[0])):
+            return list(sorted_before[1])        # the same shards as read before: sorted already
         points.sort(key=sort_key)
+        if None not in shards:
+            self._sorted[sid] = (shards, points)
+            return list(points)
         return points
 
     def _missing(self, sid: str, month: str) -> ResultFileError:

@@ -101,3 +101,15 @@ def test_publish_hands_the_ingest_store_to_detection_and_the_site(tmp_path, monk
     report = publish([tmp_path / "r2"], str(remote), "gh-pages", before_commit_store=after_ingest)
     # detection and the site parsed again only the shards the ingest wrote, each once
     assert report.pushed and seen == ["2026-10"] * len(report.ingest.series)
+
+
+def test_a_series_read_again_is_the_same_sorted_copy(tmp_path):
+    store = _history(tmp_path, nights=3)
+    sid = store.series_ids()[0]
+    first = store.read_series(sid)
+    first.reverse()                         # a caller's list is its own
+    again = store.read_series(sid)
+    assert [p["run_id"] for p in again] == ["night-0", "night-1", "night-2"]
+    write_result(tmp_path / "earlier", make_result(run_id="night-early", timestamp="2026-09-30T02:00:00Z"))
+    ingest(store, [tmp_path / "earlier"])
+    assert [p["run_id"] for p in store.read_series(sid)] == ["night-early", "night-0", "night-1", "night-2"]
