@@ -62,6 +62,10 @@ def run_detection(
     store.layout_version()    # shard file names: read once, not once per series (nor per worker)
     inputs = {sid: _series_inputs(series_index[sid], entries, params) for sid in sorted(series_index)}
     kept = {} if full else _previous_results(store, inputs, series_index)
+    # A kept series is not parsed, but its bytes are still checked against the index (size and
+    # sha256, exit 7 naming the shard): an edit that also fixed the index changes its inputs, so
+    # it is detected (and line-checked) again; any other edit is refused here.
+    store.hash_shards({"series": {sid: series_index[sid] for sid in kept}})
     tasks = [(sid, series_index[sid], entries, params) for sid in sorted(series_index) if sid not in kept]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:

@@ -80,3 +80,31 @@ def test_changed_parameters_or_a_damaged_detect_json_mean_a_full_run(tmp_path, m
     (history / "detect.json").write_text("{not json")
     run_detection(history)
     assert len(detected) == 2
+
+
+def test_a_kept_series_is_still_checked_against_the_index(tmp_path):
+    import os
+
+    import pytest
+
+    from vkbench.errors import ResultFileError
+    from vkbench.history.store import shard_digest
+
+    rng = np.random.default_rng(5)
+    history = tmp_path / "h"
+    ingest(HistoryStore(history), [p for night in range(12) for p in _night(tmp_path, night, (2,), rng)])
+    run_detection(history)
+    store = HistoryStore(history)
+    sid = store.series_ids()[0]
+    shard = store.shard_path(sid, "2026-09")
+    data = shard.read_bytes()
+    shard.write_bytes(os.urandom(len(data)))              # same size: only the digest can tell
+    with pytest.raises(ResultFileError, match="truncated or edited"):
+        run_detection(history)
+    # an edit that also fixed the index changes the series' inputs: read again, line by line
+    shard.write_bytes(data.replace(b'"median":', b'"median":"x","was":', 1))
+    index = json.loads((history / "index.json").read_text())
+    index["series"][sid]["shard_digests"]["2026-09"] = shard_digest(shard.read_bytes())
+    (history / "index.json").write_text(json.dumps(index))
+    with pytest.raises(ResultFileError, match="2026-09.*:1: metrics/.*/median is not a number"):
+        run_detection(history)
