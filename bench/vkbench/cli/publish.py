@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import warnings
@@ -80,6 +81,10 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
     def before_commit(root: Path, store) -> None:
         # one store for detection and the site: the shards the ingest parsed are not parsed again
         history = root / history_subdir
+        # The points the ingest parsed (millions of objects at ten years) live until this
+        # process ends and hold no garbage: keep the cyclic collector from walking them again at
+        # every full collection (seconds each, measured at 132 series x 10 years).
+        gc.freeze()
         if run_detect:
             from ..detect.runner import run_detection
 
