@@ -102,12 +102,14 @@ def load_inputs(paths: Iterable[str | os.PathLike]) -> list[dict]:
     return results
 
 
-def history_results(history_dir: Path, machine_class: str | None = None) -> list[dict]:
-    """The result of the newest point of every series of a history (one per cell and run)."""
+def history_results(history_dir: Path, machine_class: str | None = None, *, store=None) -> list[dict]:
+    """The result of the newest point of every series of a history (one per cell and run).
+    ``store``: the history's :class:`~vkbench.history.store.HistoryStore` a caller reads through
+    already (the site build: its parsed shards are reused)."""
     from .history.series import month_of, sort_key
     from .history.store import HistoryStore
 
-    store = HistoryStore(history_dir)
+    store = HistoryStore(history_dir) if store is None else store
     wanted: dict[tuple[str, str, str], None] = {}
     # The store's checked reader: index.json (version, safe ids and months), the series' shards
     # on disk exactly those it lists, and the newest one against its line count, size and

@@ -76,7 +76,7 @@ def _months_from(start: datetime, shards: list[str]) -> list[str]:
 
 
 def build_digest(history_dir: str | Path, *, since: timedelta = timedelta(days=7), now: datetime | None = None,
-                 annotations: list[dict] | None = None) -> dict:
+                 annotations: list[dict] | None = None, store: HistoryStore | None = None) -> dict:
     """The digest of ``history_dir`` for ``[now - since, now]``. ``annotations``: the validated
     entries of results/annotations.yaml (None: only those attached to incidents)."""
     from .detect import bisects as bisect_store
@@ -85,7 +85,7 @@ def build_digest(history_dir: str | Path, *, since: timedelta = timedelta(days=7
     until = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     start = until - since
     before = start - since                      # the window before: what should have run again
-    store = HistoryStore(history_dir)
+    store = HistoryStore(history_dir) if store is None else store     # (the site build's: shards it parsed are reused)
     if not store.path.is_dir():
         raise ResultFileError(f"{store.path}: no such history directory", hint="run `vkbench ingest RESULTS --history DIR` first")
     index = store.index()

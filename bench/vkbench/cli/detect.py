@@ -40,7 +40,10 @@ def fail_on_regression(doc: dict) -> None:
 @click.option("--write/--no-write", default=True, show_default=True, help="Write detect.json into the history.")
 @click.option("--repo", help="OWNER/NAME of the benchmarked commits, for compare links in --format markdown (default: the engine's, valkey-io/valkey).")
 @click.option("--jobs", type=int, default=None, help="Worker processes (default: all cores).")
-def detect_cmd(history_dir, series_csv, bigger_is_better, fmt, annotations, fail_on, write, repo, jobs):
+@click.option("--full", is_flag=True,
+              help="Detect every series again (default: a series whose shards, annotations and parameters are those "
+                   "detect.json was computed from keeps its results).")
+def detect_cmd(history_dir, series_csv, bigger_is_better, fmt, annotations, fail_on, write, repo, jobs, full):
     """Find change points (regressions, improvements) in a history or one series.
 
     \b
@@ -64,7 +67,7 @@ def detect_cmd(history_dir, series_csv, bigger_is_better, fmt, annotations, fail
 
     from ..detect.runner import run_detection
 
-    doc = run_detection(history_dir, annotations, write=write, jobs=jobs)
+    doc = run_detection(history_dir, annotations, write=write, jobs=jobs, full=full)
     if fmt == "json":
         click.echo(json.dumps(doc, indent=1))
     elif fmt == "markdown":

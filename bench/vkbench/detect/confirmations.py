@@ -73,7 +73,7 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
         dims = index[sid]["dims"]
         if not is_source_version(str(dims.get("engine")), str(dims.get("version"))):
             continue          # a release: nothing to rebuild at another commit
-        points = store.read_series(sid)
+        points = store.read_series(sid, index[sid])    # (not index.json read again for each series)
         if len(points) < params.min_before + 1:
             continue
         valid = [bool(p.get("valid", True)) for p in points]

@@ -7,9 +7,12 @@ docs/history-format.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import os
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..errors import ResultFileError
@@ -34,9 +37,19 @@ def run_detection(
     params: DetectionParams | None = None,
     write: bool = True,
     jobs: int | None = None,
+    store: HistoryStore | None = None,
+    full: bool = False,
 ) -> dict:
+    """``store``: the :class:`HistoryStore` of ``history_dir`` to read through (publish hands over
+    the ingest's, whose parsed shards are then not parsed again; it goes on to the site build).
+
+    Incremental unless ``full``: a series whose inputs are those the previous detect.json was
+    computed from (``series_inputs``: its shards' digests, points, dimensions, the annotations,
+    the parameters and this detection code) keeps that run's change points, segments and noise;
+    the others are detected again. Incidents, confirmations and diffs are always rebuilt from
+    all change points. The result equals a full run (tests/unit/detect/test_detect_incremental.py)."""
     params = params or DetectionParams()
-    store = HistoryStore(history_dir)
+    store = HistoryStore(history_dir) if store is None else store
     if not store.path.is_dir():
         raise ResultFileError(f"{store.path}: no such history directory", hint="run `vkbench ingest RESULTS --history DIR` first")
     index = store.index()
@@ -46,14 +59,23 @@ def run_detection(
         entries = validate_annotations(annotations or [])
     store.verify(index)        # every shard present with its recorded size (digests: per series below)
     series_index = command_series(index["series"])   # not the TOTALS series an older ingest added
-    version = store.layout_version()    # shard file names: read once, not once per series
-    tasks = [(str(store.path), version, sid, series_index[sid], entries, params) for sid in sorted(series_index)]
+    store.layout_version()    # shard file names: read once, not once per series (nor per worker)
+    inputs = {sid: _series_inputs(series_index[sid], entries, params) for sid in sorted(series_index)}
+    kept = {} if full else _previous_results(store, inputs, series_index)
+    # A kept series is not parsed, but its bytes are still checked against the index (size and
+    # sha256, exit 7 naming the shard): an edit that also fixed the index changes its inputs, so
+    # it is detected (and line-checked) again; any other edit is refused here.
+    store.hash_shards({"series": {sid: series_index[sid] for sid in kept}})
+    tasks = [(sid, series_index[sid], entries, params) for sid in sorted(series_index) if sid not in kept]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
-        with mp.get_context("fork").Pool(jobs) as pool:
-            per_series = pool.map(_detect_one, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
+        # forked workers inherit the store (with what it has parsed already) without pickling it
+        with mp.get_context("fork").Pool(jobs, initializer=_adopt_store, initargs=(store,)) as pool:
+            detected = pool.map(_detect_in_worker, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
     else:
-        per_series = [_detect_one(task) for task in tasks]
+        detected = [_detect_one(store, task) for task in tasks]
+    by_sid = {**kept, **{found[0]: found for found in detected}}
+    per_series = [by_sid[sid] for sid in sorted(series_index)]
 
     change_points: list[dict] = []
     segments: dict[str, list[dict]] = {}
@@ -94,6 +116,7 @@ def run_detection(
         "segments": segments,
         "noise": noise,
         "incidents": incidents,
+        "series_inputs": {sid: key for sid, key in inputs.items() if key is not None},
     }
     if requests:
         return_doc["confirmation"] = {
@@ -108,6 +131,48 @@ def run_detection(
     return return_doc
 
 
+@lru_cache(maxsize=1)
+def _detection_code() -> str:
+    """Changes whenever the code that detects one series changes: results of older code are not
+    kept (a constant of the installed package, like the site's builder id)."""
+    from ..history import series as series_module
+
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for name in ("runner.py", "segmented.py", "changepoints.py", "noise.py", "params.py", "annotations.py"):
+        digest.update((here / name).read_bytes())
+    digest.update(Path(series_module.__file__).read_bytes())
+    return digest.hexdigest()
+
+
+def _series_inputs(entry: dict, entries: list[dict], params: DetectionParams) -> str | None:
+    """What one series' detection depends on, as a digest; None when the index records no shard
+    digests (a version-1 history: its shards cannot be told apart by the index)."""
+    if not entry.get("shard_digests"):
+        return None
+    key = [_detection_code(), entry.get("shard_digests"), entry.get("points"), entry.get("dims"), entries, params.to_dict()]
+    return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _previous_results(store: HistoryStore, inputs: dict[str, str | None], series_index: dict) -> dict[str, tuple]:
+    """The per-series results of the previous detect.json for the series whose inputs it was
+    computed from are the same (``_detect_one``'s tuples); none when it is missing or damaged."""
+    try:
+        old = store.read_detect()
+    except ResultFileError:
+        return {}
+    if not old or not isinstance(old.get("series_inputs"), dict):
+        return {}
+    recorded, segments, noise = old["series_inputs"], old.get("segments") or {}, old.get("noise") or {}
+    same = {sid for sid, key in inputs.items()
+            if key is not None and recorded.get(sid) == key and sid in segments and sid in noise}
+    cps: dict[str, list[dict]] = {sid: [] for sid in same}
+    for cp in old.get("change_points") or []:
+        if cp.get("series_id") in same:
+            cps[cp["series_id"]].append({**cp, "incident_id": None})    # incidents are formed again
+    return {sid: (sid, cps[sid], segments[sid], noise[sid], series_index[sid]["points"]) for sid in same}
+
+
 def _same_detection(store: HistoryStore, doc: dict) -> bool:
     """Nothing but the timestamp would change: keep the file (no churn on gh-pages)."""
     try:
@@ -120,10 +185,25 @@ def _same_detection(store: HistoryStore, doc: dict) -> bool:
     return json.loads(json.dumps(strip(doc))) == strip(old)
 
 
-def _detect_one(task) -> tuple[str, list[dict], list[dict], dict, int]:
-    history, version, sid, entry, entries, params = task
+#: A detection worker's store: set by the pool's initializer in the forked worker process only
+#: (and gone with it); the parent never sets it.
+_worker_store: HistoryStore | None = None
+
+
+def _adopt_store(store: HistoryStore) -> None:
+    global _worker_store
+    _worker_store = store
+
+
+def _detect_in_worker(task) -> tuple[str, list[dict], list[dict], dict, int]:
+    assert _worker_store is not None, "a detection worker without its store"
+    return _detect_one(_worker_store, task)
+
+
+def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict], dict, int]:
+    sid, entry, entries, params = task
     dims = entry["dims"]
-    points = HistoryStore(history, version=version).read_series(sid, entry)
+    points = store.read_series(sid, entry)
     resets, silences = [], []
     for k, entry in enumerate(entries):
         if not matches_series(entry, sid, dims):

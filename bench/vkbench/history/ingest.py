@@ -228,6 +228,7 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, st
                 fingerprints_seen.add(env["fingerprint_id"])
             for shard, data in shard_writes:
                 staged.append((stage_bytes(shard, data), shard))
+            store.forget(shard for shard, _ in shard_writes)   # replaced: the store reads them anew
             index["runs"] = _count_runs(store, extra=new_runs)
             changed = bool(recovered) or json.dumps(index, sort_keys=True) != before or not store.index_path.exists()
             if changed and shard_writes:

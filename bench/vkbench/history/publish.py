@@ -92,6 +92,7 @@ def publish(
     max_retries: int | None = None,
     before_commit: Callable[[Path], None] | None = None,
     workdir: str | os.PathLike | None = None,
+    before_commit_store: Callable[[Path, HistoryStore], None] | None = None,
     backoff: float = 0.5,
     max_backoff: float = 15.0,
     retry_for: float = 900.0,
@@ -106,7 +107,9 @@ def publish(
     is then the remote and the work tree is used in place; it must be clean). Otherwise a
     checkout is made in ``workdir`` (a temporary directory, removed afterwards, if None).
     ``before_commit(checkout_root)`` runs after every (re-)ingest, before the commit: use it to
-    write detect.json or build the site into the same checkout.
+    write detect.json or build the site into the same checkout. ``before_commit_store(checkout_root,
+    store)``, after it, is also handed the :class:`HistoryStore` the ingest read and wrote through:
+    reading through it, detection and the site do not parse again the shards the ingest checked.
 
     A rejected push is retried until ``retry_for`` seconds have passed since the first attempt
     (and, if given, at most ``max_retries`` times).
@@ -129,8 +132,22 @@ def publish(
     paths = input_files(results)
     load_all(paths)                             # every file valid before any git work
     with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
-        return _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir,
+        return _publish(paths, remote_str, branch, history_subdir, message, max_retries,
+                        _before_commit_hooks(before_commit, before_commit_store), workdir,
                         backoff, max_backoff, retry_for, site_branch, site_subdir, shallow, strict)
+
+
+def _before_commit_hooks(before_commit, before_commit_store) -> Callable[[Path, HistoryStore], None] | None:
+    """Both hooks as one, called with the checkout and the ingest's store."""
+    if before_commit is None and before_commit_store is None:
+        return None
+
+    def hooks(root: Path, store: HistoryStore) -> None:
+        if before_commit is not None:
+            before_commit(root)
+        if before_commit_store is not None:
+            before_commit_store(root, store)
+    return hooks
 
 
 def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
@@ -239,9 +256,10 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         if layout.site_branch is not None:
             site_parent = _checkout_site(git, root, layout)
             check_no_symlink(root, root / layout.site_subdir, "site")
-        report = ingest(HistoryStore(root / layout.history_subdir), paths, strict=layout.strict)
+        store = HistoryStore(root / layout.history_subdir)
+        report = ingest(store, paths, strict=layout.strict)
         if before_commit is not None:
-            before_commit(root)
+            before_commit(root, store)
         data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]
         git("add", "-A", "--", *data_paths)
         data_changed = git("diff", "--cached", "--quiet", check=False).returncode != 0

@@ -14,12 +14,15 @@ writer, never guessed at by a reader.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
 import re
 from pathlib import Path
 from typing import Iterable
+
+import orjson
 
 from ..errors import ResultFileError
 from ..files import directory_lock, utc_now, write_json
@@ -97,8 +100,28 @@ def series_entry(dims: dict, arch: str | None, points: list[dict], shards: Itera
     }
 
 
+class _ParsedShard:
+    """One shard as this store read it: the file's identity when read, its digest, its points."""
+
+    __slots__ = ("identity", "digest", "points")
+
+    def __init__(self, identity: tuple, digest: dict, points: list[dict]):
+        self.identity, self.digest, self.points = identity, digest, points
+
+
+def _identity(st: os.stat_result) -> tuple:
+    """What changes when a file is replaced or written (ctime: even when mtime is set back)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class HistoryStore:
-    """One history directory. Cheap to construct; every read goes to disk."""
+    """One history directory. Cheap to construct. Each shard is read from disk, checked against
+    the index (lines, bytes, sha256) and line by line, and parsed once per store: a publish
+    hands one store to ingest, detection, confirmations and the site build (issue 23: each
+    series used to be parsed 3-4 times). A shard is read again when its file changed since (a
+    write through this store forgets it; any other write changes its inode, size or ctime) or
+    when the index records another digest for it. The points handed out are shared between
+    readers of the same store: read them, do not change them."""
 
     def __init__(self, path: str | os.PathLike, *, version: int | None = None):
         """``version``: the history's format version when the caller has read it already (a
@@ -108,6 +131,10 @@ class HistoryStore:
         self.migrated: str | None = None
         #: The history's format version (its shard file names depend on it): read lazily.
         self._version: int | None = version
+        #: shard path -> its parsed points, as read by this store (see the class docstring).
+        self._parsed: dict[str, _ParsedShard] = {}
+        #: series id -> (the parsed shards it was made of, its points sorted): read_series again.
+        self._sorted: dict[str, tuple[list[_ParsedShard], list[dict]]] = {}
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -233,7 +260,44 @@ class HistoryStore:
         sha256) and line by line: what a reader of a single month uses."""
         if month not in (entry.get("shards") or []):
             raise ResultFileError(f"{self.index_path}: series {sid} has no shard {month}", hint=REBUILD_HINT)
-        return parse_jsonl(self.verify_shard(sid, month, entry), self.shard_path(sid, month))
+        return self.shard_points(sid, month, entry)
+
+    def shard_points(self, sid: str, month: str, entry: dict) -> list[dict]:
+        """The points of one shard, checked against the index entry (lines, bytes, sha256) and
+        line by line: read and parsed once per store while the file stays as it was read."""
+        return self._parsed_shard(sid, month, entry)[1]
+
+    def _parsed_shard(self, sid: str, month: str, entry: dict) -> tuple[_ParsedShard | None, list[dict]]:
+        """:meth:`shard_points`, and what the store keeps of the shard (None: not kept)."""
+        path = self.shard_path(sid, month)
+        key = str(path)
+        expected = (entry.get("shard_digests") or {}).get(month)
+        known = self._parsed.get(key)
+        try:
+            before = os.stat(key)
+        except FileNotFoundError:
+            raise self._missing(sid, month) from None
+        if known is not None and known.identity == _identity(before) and (expected is None or known.digest == expected):
+            return known, known.points
+        data = self.verify_shard(sid, month, entry)
+        points = parse_jsonl(data, path)
+        kept = None
+        with contextlib.suppress(OSError):
+            after = os.stat(key)
+            # kept only when the file did not change while it was read (and is the bytes checked)
+            if _identity(after) == _identity(before) and after.st_size == len(data):
+                kept = self._parsed[key] = _ParsedShard(_identity(after), expected or shard_digest(data), points)
+        return kept, points
+
+    def forget(self, paths: Iterable[str | os.PathLike] | None = None) -> None:
+        """Drop what this store read of ``paths`` (every shard when None): a writer calls it
+        for the shards it replaces."""
+        if paths is None:
+            self._parsed.clear()
+            self._sorted.clear()
+            return
+        for path in paths:
+            self._parsed.pop(str(path), None)
 
     def hash_shards(self, index: dict) -> dict[str, dict[str, dict]]:
         """``{sid: {month: {"bytes", "sha256"}}}`` of every shard the index lists, each checked against the
@@ -251,6 +315,18 @@ class HistoryStore:
             version = self.layout_version()
             for month in entry.get("shards") or []:
                 path = os.path.join(directory, shard_file_name(sid, month, version))
+                known = self._parsed.get(path)
+                if known is not None and "sha256" in known.digest:
+                    try:
+                        same = known.identity == _identity(os.stat(path))
+                    except FileNotFoundError:
+                        raise self._missing(sid, month) from None
+                    if same:     # read and hashed by this store, unchanged since
+                        digest = found[month] = {"bytes": known.digest["bytes"], "sha256": known.digest["sha256"]}
+                        expected = digests.get(month)
+                        if expected is not None and (digest["sha256"] != expected.get("sha256") or digest["bytes"] != expected.get("bytes")):
+                            raise _shard_mismatch(Path(path), digest, expected)
+                        continue
                 try:
                     with open(path, "rb") as fh:
                         data = fh.read()
@@ -280,7 +356,7 @@ class HistoryStore:
             path = self.shard_path(sid, month)
             expected = (entry.get("shard_digests") or {}).get(month)
             if deep:
-                parse_jsonl(self.verify_shard(sid, month, entry), path)   # and every line valid
+                self.shard_points(sid, month, entry)   # against the index, and every line valid
                 continue
             try:
                 size = path.stat().st_size
@@ -311,11 +387,12 @@ class HistoryStore:
         directory is unknown to the index. Returns the index."""
         index = self.index() if index is None else index
         series = index["series"]
-        for sid, entry in series.items():
-            if names_only:
-                self.check_shard_names(sid, entry)
-            else:
-                self.check_series_files(sid, entry, deep=deep)
+        with _collector_paused():       # deep: every shard parsed, and kept
+            for sid, entry in series.items():
+                if names_only:
+                    self.check_shard_names(sid, entry)
+                else:
+                    self.check_series_files(sid, entry, deep=deep)
         for directory in (self.path / "series").glob("*/*"):
             if directory.name not in series and any(directory.glob("*.jsonl")):
                 raise ResultFileError(f"{directory}: a series index.json does not list", hint=REBUILD_HINT)
@@ -330,15 +407,25 @@ class HistoryStore:
                 raise ResultFileError(f"{self.index_path}: no series {sid}", hint="list the series with the site or index.json")
         self.check_series_files(sid, entry)
         points: list[dict] = []
-        for month in sorted(entry.get("shards") or []):
-            path = self.shard_path(sid, month)
-            points.extend(parse_jsonl(self.verify_shard(sid, month, entry), path))
+        shards = []
+        with _collector_paused():
+            for month in sorted(entry.get("shards") or []):
+                kept, part = self._parsed_shard(sid, month, entry)
+                shards.append(kept)
+                points.extend(part)
         if not entry.get("shard_digests") and len(points) != entry.get("points"):
             raise ResultFileError(
                 f"{self.series_dir(sid)}: {len(points)} points in the shards where index.json records {entry.get('points')}",
                 hint=REBUILD_HINT,
             )
+        sorted_before = self._sorted.get(sid)
+        if sorted_before is not None and None not in shards and len(shards) == len(sorted_before[0]) \
+                and all(a is b for a, b in zip(shards, sorted_before[0])):
+            return list(sorted_before[1])        # the same shards as read before: sorted already
         points.sort(key=sort_key)
+        if None not in shards:
+            self._sorted[sid] = (shards, points)
+            return list(points)
         return points
 
     def _missing(self, sid: str, month: str) -> ResultFileError:
@@ -414,6 +501,7 @@ class HistoryStore:
         a shard already under its new name (an interrupted migration) is checked there."""
         if index.get("history_version", HISTORY_VERSION) >= HISTORY_VERSION:
             return index
+        self.forget()           # shards are renamed: read them again under their new names
         old = index.get("history_version")
         if old < 2:
             for sid, entry in index["series"].items():
@@ -462,6 +550,7 @@ class HistoryStore:
         from .series import month_of as _month, point_from_result, series_commands as _commands, series_key as _key
 
         self.rebuild_notes: list[str] = []
+        self.forget()           # shards may be rewritten from the result copies
         with self.lock():
             try:
                 index = self.index()
@@ -602,19 +691,54 @@ def parse_jsonl(data: bytes, path: Path) -> list[dict]:
     digest = hashlib.sha256(data).digest()
     checked = digest in _CHECKED_SHARDS
     out = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            point = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ResultFileError(f"{path}:{lineno}: corrupt series line ({exc})", hint=_RESTORE_HINT) from None
-        out.append(point if checked else check_point(point, f"{path}:{lineno}"))
+    with _collector_paused():
+        for lineno, line in enumerate(text.split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                point = orjson.loads(line)
+            except (orjson.JSONDecodeError, RecursionError):
+                # orjson is stricter (NaN, integers past 64 bits, lone surrogates): the standard
+                # parser decides, so a line reads and is refused exactly as it always was
+                try:
+                    point = json.loads(line)
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    raise ResultFileError(f"{path}:{lineno}: corrupt series line ({exc})", hint=_RESTORE_HINT) from None
+            out.append(point if checked else check_point(point, _Line(path, lineno)))
     if not checked:
         if len(_CHECKED_SHARDS) >= _CHECKED_SHARDS_MAX:   # bounded: a long-lived process forgets, never grows
             _CHECKED_SHARDS.clear()
         _CHECKED_SHARDS.add(digest)
     return out
+
+
+class _Line:
+    """``path:lineno`` for an error message, formatted only when there is one (a shard read
+    formats none; at ten years a publish checks hundreds of thousands of lines)."""
+
+    __slots__ = ("path", "lineno")
+
+    def __init__(self, path: Path, lineno: int):
+        self.path, self.lineno = path, lineno
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.lineno}"
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Parsing allocates some sixty containers a line and none of them is garbage: with the
+    cyclic collector on, its collections walk every point parsed so far again and again (half
+    the parse time at ten years of history, measured). Paused while shards are parsed (one, a
+    series, or a whole history's check); nested pauses leave it to the outermost."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 #: sha256 of shard bytes every line of which passed check_point in this process.

@@ -214,6 +214,17 @@ def check_point(point: Any, source: str) -> dict:
         if not isinstance(stat, dict) or not _number(stat.get("median")):
             raise ResultFileError(f"{source}: metrics/{name}/median is not a number", hint=_RESTORE)
         for key, value in stat.items():
+            # the common case first (a history holds hundreds of thousands of these): a finite
+            # float, or a list of finite non-negative float samples; anything else below
+            if type(value) is float:
+                if _isfinite(value) and (value >= 0.0 or key not in _NOT_NEGATIVE):
+                    continue
+            elif type(value) is list and key == "samples":
+                for v in value:
+                    if type(v) is not float or not _isfinite(v) or v < 0.0:
+                        break
+                else:
+                    continue
             values = value if key == "samples" and isinstance(value, list) else [value]
             for v in values:
                 if v is None and key in ("ci_low", "ci_high", "cv"):
@@ -224,6 +235,8 @@ def check_point(point: Any, source: str) -> dict:
 
 
 _RESTORE = "the history was edited or truncated; restore it from the gh-pages branch history (git log -- history/)"
+_NOT_NEGATIVE = frozenset(("median", "samples"))
+_isfinite = math.isfinite
 
 
 def _number(value: Any) -> bool:

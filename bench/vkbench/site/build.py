@@ -40,6 +40,7 @@ from ..paths import check_apart
 from ..catalogs.groups import series_group
 from ..errors import MissingBinaryError
 from .compact import Dictionary, compact_value, dumps, epoch, loads, write
+from ..history.store import HistoryStore
 from .history_reader import History, open_history, point_order
 from . import insights
 from .reference import load_references, reference_data
@@ -217,12 +218,14 @@ def _slim_detect(detect: dict) -> dict:
 
 
 def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None = None, repo: str | None = None,
-               full: bool = False) -> BuildReport:
+               full: bool = False, store: HistoryStore | None = None) -> BuildReport:
     """Build the trend site from ``history_dir`` into ``out_dir``.
 
     ``reference_dir``: published figures (results/reference) for the overlay; None draws none.
     ``repo``: ``owner/name`` whose commits the points' ``commit`` fields name; None links each
     engine's own repository (valkey-io/valkey, redis/redis).
+    ``store``: the :class:`HistoryStore` of ``history_dir`` a caller already read through (publish:
+    shards parsed by the ingest and detection are not parsed again).
     ``full``: rebuild every series. Otherwise series files the previous build wrote (per its
     ``data/build-manifest.json``) are kept when their inputs are unchanged and extended when
     points were only appended; a missing or incompatible manifest means a full build.
@@ -236,7 +239,7 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
     # the site's folders are replaced on success: a site that is, holds or sits in the history
     # would replace or mix with it
     check_apart(out_dir, Path(history_dir), "--out")
-    history: History = open_history(Path(history_dir))
+    history: History = open_history(Path(history_dir), store)
     detect = history.detect()
     # Every shard hashed and checked against index.json before anything is built: an edit that
     # kept a shard's size is refused here (exit 7 naming it), and the hashes tell the
@@ -453,7 +456,7 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
             "improvements": sum(1 for i in mine if i.get("direction") == "improvement"),
         }
 
-    advice = insights.advice_data(history.root, references)
+    advice = insights.advice_data(history.root, references, history.store)
     profiles = insights.incident_profile_docs(history, detect, history.read_points)
     for incident_id, doc in profiles.items():
         write(stage / "data" / "profiles" / f"{_safe_id(incident_id)}.json", doc)
@@ -504,7 +507,7 @@ def _write_digest(stage: Path, history: History) -> None:
         now = datetime.fromisoformat(str(updated).replace("Z", "+00:00")) if updated else None
     except ValueError:
         now = None
-    digest = build_digest(history.root, now=now)
+    digest = build_digest(history.root, now=now, store=history.store)
     (stage / "data").mkdir(parents=True, exist_ok=True)
     (stage / "data" / "digest.json").write_text(json.dumps(digest, indent=1) + "\n", encoding="utf-8")
     (stage / "digest.html").write_text(render_html(digest), encoding="utf-8")

@@ -52,9 +52,8 @@ class History:
         return self.store.shard_path(sid, month)
 
     def read_shard(self, sid: str, month: str) -> list[dict]:
-        """The lines of one shard, checked against the index and parsed by the store."""
-        data = self.store.verify_shard(sid, month, self.series[sid])
-        return parse_jsonl(data, self.shard_path(sid, month))
+        """The lines of one shard, checked against the index and parsed by the store (once per store)."""
+        return self.store.shard_points(sid, month, self.series[sid])
 
     def read_appended(self, sid: str, month: str, old_size: int, old_sha256: str) -> tuple[list[dict], bytes] | None:
         """The lines appended to a shard since it was ``old_size`` bytes long with that sha256
@@ -95,11 +94,13 @@ class History:
         return self.store.hash_shards(self.index)
 
 
-def open_history(root: Path) -> History:
+def open_history(root: Path, store: HistoryStore | None = None) -> History:
+    """``store``: the store of ``root`` a caller read the history through already (publish: the
+    ingest's and detection's), so shards it parsed are not parsed again."""
     root = Path(root)
     if not root.is_dir():
         raise ResultFileError(f"{root}: no such history directory", hint="pass the history directory written by `vkbench ingest` (history/ on gh-pages)")
-    store = HistoryStore(root)
+    store = HistoryStore(root) if store is None else store
     if not store.index_path.is_file() and not store.has_shards() and not store.pending_index_path.exists():
         store.check_format()          # a newer history says so first
         raise ResultFileError(

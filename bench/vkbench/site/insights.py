@@ -43,8 +43,9 @@ def site_advice(a: Advice) -> dict:
     }
 
 
-def advice_data(history_dir: Path, references: list[dict]) -> dict:
-    measured = advise(history_results(history_dir))
+def advice_data(history_dir: Path, references: list[dict], store=None) -> dict:
+    """``store``: the history's store the build reads through (its parsed shards are reused)."""
+    measured = advise(history_results(history_dir, store=store))
     published = advise(references)
     return {"advice": [site_advice(a) for a in measured], "references": [site_advice(a) for a in published]}
 
