@@ -155,3 +155,10 @@ def test_the_schema_keeps_results_without_the_code_count_valid():
     old = with_counts(make_result(), total=7880.0, code=None)
     assert "code_per_op" not in old["instructions"]["commands"]["get"]
     json.dumps(old)
+
+
+def test_an_alert_says_the_instruction_count_is_the_code_count():
+    from vkbench.alerts.summary import _metric_note
+
+    assert _metric_note("instructions_per_op") == " (code, without libc string routines)"
+    assert _metric_note("rps") == "" and _metric_note("instructions_per_op_total") == ""
