@@ -183,10 +183,12 @@ def count_rows(base: dict, candidate: dict, metrics: tuple[str, ...], *, flagged
     b_cmds = ((base.get("instructions") or {}).get("commands") or {})
     c_cmds = ((candidate.get("instructions") or {}).get("commands") or {})
     for command in [k for k in b_cmds if k in c_cmds]:
+        mixed = not _has_code(b_cmds[command], c_cmds[command]) and \
+            any(e.get("code_per_server") for e in (b_cmds[command], c_cmds[command]))
         for metric, key in _count_sources(b_cmds[command], c_cmds[command]):
-            if metric not in metrics and not (metric == "instructions_per_op_total" and key == "per_server"
-                                              and "instructions_per_op" in metrics
-                                              and not _has_code(b_cmds[command], c_cmds[command])):
+            # One side with a code count only: its totals stand in the instructions_per_op row's place.
+            asked = metric in metrics or (mixed and "instructions_per_op" in metrics)
+            if not asked:
                 continue
             cmp = paired_counts(_per_seed(base, command, key), _per_seed(candidate, command, key),
                                 target_mde=target_mde)

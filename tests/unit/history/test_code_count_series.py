@@ -162,3 +162,12 @@ def test_an_alert_says_the_instruction_count_is_the_code_count():
 
     assert _metric_note("instructions_per_op") == " (code, without libc string routines)"
     assert _metric_note("rps") == "" and _metric_note("instructions_per_op_total") == ""
+
+
+def test_asking_for_instructions_per_op_of_a_mixed_pair_shows_the_totals_under_their_name(tmp_path):
+    write_result(tmp_path / "b", with_counts(make_result(run_id="b"), total=7880.0, code=None))
+    write_result(tmp_path / "c", with_counts(make_result(run_id="c"), total=7880.0, code=7656.0))
+    rows, _ = compare_dirs(tmp_path / "b", tmp_path / "c", metrics=("instructions_per_op",))
+    assert {r.metric for r in rows} == {"instructions_per_op_total"}
+    rows, _ = compare_dirs(tmp_path / "b", tmp_path / "b", metrics=("instructions_per_op",))
+    assert {r.metric for r in rows} == {"instructions_per_op"}              # two older results: the total, as before
