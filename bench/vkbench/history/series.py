@@ -31,8 +31,9 @@ LATENCY_METRICS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
 #: ``memory`` block). All are smaller-is-better. ``instructions_per_op`` is the code count (the
 #: total without libc's alignment-sensitive string routines) wherever the result's method counts
 #: it (``counted: "code"``), the total in older results, whose method id differs (a segment
-#: boundary); ``instructions_per_op_total`` is the total, recorded and charted beside it, not
-#: detected (its spread across fresh servers is the string routines', not the code's).
+#: boundary); ``instructions_per_op_total`` is the total (in every counted point, older ones too),
+#: recorded and charted beside it, not detected (its spread across fresh servers is the string
+#: routines', not the code's).
 COUNT_METRICS = ("instructions_per_op", "instructions_per_op_total", "bytes_per_key")
 #: Recorded and charted, never detected on.
 UNDETECTED_METRICS = ("instructions_per_op_total",)
@@ -101,8 +102,10 @@ def _count_metrics(result: dict, command: str) -> dict:
             metrics["instructions_per_op_total"] = total
         else:
             # A result from before the split: its method id has no ``counted``, so these points
-            # are a segment of their own (segment_key), never compared with code counts.
+            # are a segment of their own (segment_key), never compared with code counts. The
+            # total is the total either way: its own chart runs on across the switch.
             metrics["instructions_per_op"] = total
+            metrics["instructions_per_op_total"] = dict(total)
     bytes_per_key = (result.get("memory") or {}).get("bytes_per_key")
     if bytes_per_key is not None:
         metrics["bytes_per_key"] = summarize([bytes_per_key])
