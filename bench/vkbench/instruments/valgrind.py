@@ -8,7 +8,9 @@ without patching or LD_PRELOAD), libc's string routines in their baseline varian
 rehash driven to its end; then per command ``windows`` windows of exactly ``window_requests``
 requests, collection switched on and off around each with ``callgrind_control`` and dumped.
 A window's instructions minus the inclusive cost of the timer-driven functions
-(method.TIMER_FUNCTIONS), over its requests, is one value of instructions per operation.
+(method.TIMER_FUNCTIONS), over its requests, is one value of instructions per operation; the same
+without libc's alignment-sensitive string routines (instruments.split) is the window's code count,
+what the series record (their counts move with where malloc put the arguments, not with the code).
 """
 
 from __future__ import annotations
