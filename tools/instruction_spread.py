@@ -7,7 +7,8 @@ docs/instructions.md), each with W windows of R requests per command, and the sp
     .venv/bin/python tools/instruction_spread.py --clients 50 --pipeline 16 --no-scalar-strings
 
 Per command: instructions per operation of every server (mean of its windows), the spread
-(max-min over mean) and CV across servers, the CV over all windows, and seconds per server.
+(max-min over mean) and CV across servers, the CV over all windows, and seconds per server; the same for the code count (the total without
+libc's alignment-sensitive string routines, vkbench.instruments.split), what the nightly series record.
 Not a test: the figures are what a regression must exceed to be seen (docs/instructions.md).
 """
 
@@ -68,6 +69,12 @@ def main() -> None:
         spread = 100 * (max(per) - min(per)) / statistics.fmean(per)
         print(f"  {command:4s} per server {per}")
         print(f"       spread {spread:.4f}%  CV servers {cv_pct(per):.4f}%  CV windows {block['cv_pct']:.4f}%")
+        code = block.get("code_per_server")
+        if code:
+            code_spread = 100 * (max(code) - min(code)) / statistics.fmean(code)
+            print(f"  code per server {code}  (without libc's alignment-sensitive string routines)")
+            print(f"       spread {code_spread:.4f}%  CV servers {block['code_cv_servers_pct']:.4f}%  "
+                  f"CV windows {block['code_cv_pct']:.4f}%")
     print(f"  seconds per server: {[m.duration_s for m in measurements]}")
 
 

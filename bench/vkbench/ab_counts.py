@@ -17,7 +17,6 @@ MDE reached is at or below the target (:mod:`vkbench.evidence`).
 from __future__ import annotations
 
 import math
-import re
 import secrets
 import shutil
 import statistics
@@ -50,19 +49,6 @@ WINDOWS = 4
 WINDOW_REQUESTS = 20000
 #: Functions listed per row.
 TOP_CHANGED = 8
-#: libc's vectorized string routines (``__strcasecmp_sse2``, ``__memchr_avx2``, ...): their
-#: instruction count depends on the alignment of their arguments, so a change that only moves
-#: addresses (code added anywhere shifts the command names in .rodata) moves their count by tens
-#: of instructions per command while the server's own work is the same. Measured on the test
-#: commit of tests/sourcebuild: ``__strcasecmp_sse2`` -13 per SET and +38 per GET, for a change of
-#: +34 in the server's own code; and between fresh servers of one build with the same seed by up to
-#: 40 per GET (where the heap put the arguments). A row's verdict is on the instructions without
-#: them (``delta_code``), its total change shown beside.
-_ALIGNMENT_SENSITIVE = re.compile(r"^__(str|mem|stp|wcs|raw)[a-z_]*_(sse2|sse4_[12]|ssse3|avx2?|evex|avx512)[a-z0-9_]*$")
-
-
-def alignment_sensitive(function: str) -> bool:
-    return bool(_ALIGNMENT_SENSITIVE.match(function.split("'")[0]))
 POWER = 0.8
 
 METRIC_INSTRUCTIONS = "instructions_per_op"
@@ -296,12 +282,11 @@ def run_pairs(templates: list[Cell], base_commit: str, candidate_commit: str, *,
                                 server_env=dict(server.env), timeout=timeout)
                     durations.append(m.duration_s)
                     for command in commands:
-                        values = [w.per_op for w in m.windows if w.command == command]
-                        per_op[side][command].append(statistics.fmean(values))
-                        costs = m.top.get(command, {})
-                        add_costs(fn_costs[side][command], costs)
-                        ops = max(1, sum(w.requests for w in m.windows if w.command == command))
-                        strings[side][command].append(sum(v for fn, v in costs.items() if alignment_sensitive(fn)) / ops)
+                        windows = [w for w in m.windows if w.command == command]
+                        per_op[side][command].append(statistics.fmean([w.per_op for w in windows]))
+                        add_costs(fn_costs[side][command], m.top.get(command, {}))
+                        # The windows' own split (instruments.split): the string routines per op.
+                        strings[side][command].append(statistics.fmean([w.per_op - w.code_per_op for w in windows]))
                     if m.memory and m.memory.get("bytes_per_key") is not None:
                         bytes_per_key[side].append(float(m.memory["bytes_per_key"]))
             ops = pairs * method.windows * method.window_requests

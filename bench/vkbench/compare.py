@@ -27,8 +27,10 @@ from .verdicts import BETTER, NO_SIGNIFICANT_CHANGE, WORSE
 
 #: Counted metrics (docs/instructions.md), lower is better for both: instructions per operation
 #: (per seed: fresh server i runs with seed i on both sides, so the servers pair up) and memory per
-#: key after the preload (one value per cell: its row's command is "-").
-COUNT_METRICS = ("instructions_per_op", "bytes_per_key")
+#: key after the preload (one value per cell: its row's command is "-"). ``instructions_per_op``
+#: is the code count (the total without libc's alignment-sensitive string routines,
+#: instruments.split) when both sides have it; ``instructions_per_op_total`` the total.
+COUNT_METRICS = ("instructions_per_op", "instructions_per_op_total", "bytes_per_key")
 METRICS = ("rps",) + LATENCY_KEYS + COUNT_METRICS
 #: Below this relative change nothing is called better or worse, however tight the samples.
 MIN_EFFECT = 0.02
@@ -122,11 +124,12 @@ def compare_dirs(base_dir: Path, candidate_dir: Path, *, metrics: tuple[str, ...
     return rows, unmatched
 
 
-def _per_seed(result: dict, command: str) -> dict[int, float]:
-    """``{seed: instructions per op}`` of one command: server i of the block ran seed ``servers[i].seed``."""
+def _per_seed(result: dict, command: str, per_server_key: str = "per_server") -> dict[int, float]:
+    """``{seed: instructions per op}`` of one command: server i of the block ran seed ``servers[i].seed``
+    (``per_server_key`` "code_per_server": the code count)."""
     block = result.get("instructions") or {}
     entry = (block.get("commands") or {}).get(command.lower()) or {}
-    values = entry.get("per_server") or []
+    values = entry.get(per_server_key) or []
     seeds = [s.get("seed") for s in block.get("servers") or []]
     if len(seeds) != len(values) or len(set(seeds)) != len(seeds):
         seeds = list(range(1, len(values) + 1))        # no seed record: servers in order
@@ -177,14 +180,21 @@ def count_rows(base: dict, candidate: dict, metrics: tuple[str, ...], *, flagged
                target_mde: float | None = TARGET_MDE) -> list[Row]:
     """Rows of the counted metrics of one matched cell (none when a side has no count)."""
     rows: list[Row] = []
-    if "instructions_per_op" in metrics:
-        b_cmds = ((base.get("instructions") or {}).get("commands") or {})
-        c_cmds = ((candidate.get("instructions") or {}).get("commands") or {})
-        for command in [k for k in b_cmds if k in c_cmds]:
-            cmp = paired_counts(_per_seed(base, command), _per_seed(candidate, command), target_mde=target_mde)
+    b_cmds = ((base.get("instructions") or {}).get("commands") or {})
+    c_cmds = ((candidate.get("instructions") or {}).get("commands") or {})
+    for command in [k for k in b_cmds if k in c_cmds]:
+        mixed = not _has_code(b_cmds[command], c_cmds[command]) and \
+            any(e.get("code_per_server") for e in (b_cmds[command], c_cmds[command]))
+        for metric, key in _count_sources(b_cmds[command], c_cmds[command]):
+            # One side with a code count only: its totals stand in the instructions_per_op row's place.
+            asked = metric in metrics or (mixed and "instructions_per_op" in metrics)
+            if not asked:
+                continue
+            cmp = paired_counts(_per_seed(base, command, key), _per_seed(candidate, command, key),
+                                target_mde=target_mde)
             if not cmp.base_median:
                 continue
-            rows.append(Row(_describe(base), command.upper(), "instructions_per_op", cmp.base_median,
+            rows.append(Row(_describe(base), command.upper(), metric, cmp.base_median,
                             cmp.candidate_median, cmp.change, cmp.ci_low, cmp.ci_high, cmp.p_value, cmp.verdict,
                             _label(base), _label(candidate), flagged, cmp.mde))
     b_mem, c_mem = (base.get("memory") or {}).get("bytes_per_key"), (candidate.get("memory") or {}).get("bytes_per_key")
@@ -193,6 +203,23 @@ def count_rows(base: dict, candidate: dict, metrics: tuple[str, ...], *, flagged
         rows.append(Row(_describe(base), "-", "bytes_per_key", cmp.base_median, cmp.candidate_median, cmp.change,
                         None, None, None, cmp.verdict, _label(base), _label(candidate), flagged, None))
     return rows
+
+
+def _has_code(base_entry: dict, candidate_entry: dict) -> bool:
+    return bool(base_entry.get("code_per_server")) and bool(candidate_entry.get("code_per_server"))
+
+
+def _count_sources(base_entry: dict, candidate_entry: dict) -> list[tuple[str, str]]:
+    """``(metric, per-server field)`` of the instruction rows of one command. Both sides with a
+    code count: ``instructions_per_op`` is the code count, ``instructions_per_op_total`` the
+    total. Neither (results from before the split): ``instructions_per_op`` is the total, as it
+    was. One side only: the totals, named ``instructions_per_op_total`` (and shown when
+    ``instructions_per_op`` is asked for), never a code count set against a total."""
+    if _has_code(base_entry, candidate_entry):
+        return [("instructions_per_op", "code_per_server"), ("instructions_per_op_total", "per_server")]
+    if base_entry.get("code_per_server") or candidate_entry.get("code_per_server"):
+        return [("instructions_per_op_total", "per_server")]
+    return [("instructions_per_op", "per_server")]
 
 
 #: Fields of a recorded build configuration that are not the configuration itself: per-build

@@ -75,6 +75,11 @@ def run_link(ref: dict) -> str:
     return f"{text} ({', '.join(bits)})" if bits else text
 
 
+
+def _metric_note(metric: str) -> str:
+    """What a counted metric's name does not say: instructions_per_op is the code count."""
+    return " (code, without libc string routines)" if metric == "instructions_per_op" else ""
+
 def render_incident(incident: dict, change_points: list[dict], *, repo: str | None = None,
                     server_url: str = "https://github.com", heading: str = "###", limit: int = 15) -> str:
     """``repo``: OWNER/NAME holding the benchmarked commits (default: the engine's own
@@ -90,7 +95,8 @@ def render_incident(incident: dict, change_points: list[dict], *, repo: str | No
     lines = [f"{heading} {icon} {md.text(incident['title'])}", ""]
     lines.append(
         f"**{md.text(incident['direction'])}** ({md.text(state)}) on {md.code(incident['machine_class'])}, "
-        f"{md.text(incident['metric'])} {md.change(incident['magnitude'])} (median over the series), "
+        f"{md.text(incident['metric'])}{_metric_note(incident['metric'])} {md.change(incident['magnitude'])} "
+        f"(median over the series), "
         f"{len(incident['series_ids'])} series, incident {md.code(incident['id'])}."
     )
     lines.append("")

@@ -13,13 +13,14 @@ from ..compare import (COUNT_METRICS, COUNT_MIN_EFFECT, MEMORY_MIN_EFFECT, METRI
                        compare_dirs, rows_to_json)
 from ..verdicts import BETTER, WORSE
 
-_UNITS = {"rps": "rps", "instructions_per_op": "instructions/op", "bytes_per_key": "bytes/key"}
+_UNITS = {"rps": "rps", "instructions_per_op": "instructions/op", "instructions_per_op_total": "instructions/op",
+          "bytes_per_key": "bytes/key"}
 
 
 def _value(metric: str, v: float) -> str:
     if metric == "rps":
         return f"{v:,.0f}"
-    if metric == "instructions_per_op":
+    if metric in ("instructions_per_op", "instructions_per_op_total"):
         return f"{v:,.1f}"
     return f"{v:.2f}" if metric == "bytes_per_key" else f"{v:.3f}"
 
@@ -63,7 +64,9 @@ def markdown(rows: list[Row], unmatched: list[str], target_mde: float | None = T
                  f"on the repetitions), a change of at least 2%{gate}. \"flagged\": a validity check failed on one side.")
     if any(r.metric in COUNT_METRICS for r in rows):
         lines.append("")
-        lines.append(f"instructions_per_op (instructions/op) and bytes_per_key (bytes/key): smaller is better. "
+        lines.append(f"instructions_per_op (instructions/op: the code count, without libc's alignment-sensitive "
+                     f"string routines, where both sides have it; instructions_per_op_total: the total) and "
+                     f"bytes_per_key (bytes/key): smaller is better. "
                      f"Instructions: the servers of both sides paired by seed, p < 0.05 on the per-seed ratios and "
                      f"a change of at least {COUNT_MIN_EFFECT:.1%}; memory per key (one value a side): a change of "
                      f"at least {MEMORY_MIN_EFFECT:.0%}.")
@@ -76,7 +79,7 @@ def markdown(rows: list[Row], unmatched: list[str], target_mde: float | None = T
 @click.argument("base_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("candidate_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "json"]), default="table", show_default=True)
-@click.option("--metrics", default="rps,avg,min,p50,p95,p99,max,instructions_per_op,bytes_per_key", show_default=True,
+@click.option("--metrics", default="rps,avg,min,p50,p95,p99,max,instructions_per_op,instructions_per_op_total,bytes_per_key", show_default=True,
               help=f"Comma-separated metrics among {', '.join(METRICS)}.")
 @click.option("--target-mde", type=float, default=TARGET_MDE, show_default=True,
               help="A verdict needs the repetitions' MDE (Welch, power 80%) at or below this fraction; else inconclusive.")

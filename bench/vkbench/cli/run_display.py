@@ -79,7 +79,7 @@ def _print_instructions(report: RunReport, console: Console) -> None:
     if not counted:
         return
     table = Table(title="instructions per operation (callgrind) and memory per key", title_justify="left")
-    for col in ("cell", "cmd", "instr/op", "CV %", "servers", "bytes/key"):
+    for col in ("cell", "cmd", "instr/op (code)", "CV %", "instr/op (total)", "servers", "bytes/key"):
         table.add_column(col, justify="left" if col in ("cell", "cmd") else "right")
     for outcome in counted:
         c, result = outcome.cell, outcome.result
@@ -88,9 +88,13 @@ def _print_instructions(report: RunReport, console: Console) -> None:
         per_key = f"{memory['bytes_per_key']:,.1f}" if memory.get("bytes_per_key") is not None else "-"
         commands = (result.get("instructions") or {}).get("commands") or {}
         if not commands:
-            table.add_row(name, "-", "-", "-", "-", per_key)
+            table.add_row(name, "-", "-", "-", "-", "-", per_key)
         for i, (command, block) in enumerate(commands.items()):
-            table.add_row(name if i == 0 else "", command, f"{block['per_op']:,.1f}", f"{block['cv_pct']:.3f}",
+            # The code count (without libc's alignment-sensitive string routines) is what the
+            # series record; results from before the split have only the total.
+            code = f"{block['code_per_op']:,.1f}" if block.get("code_per_op") is not None else "-"
+            cv = block.get("code_cv_pct", block["cv_pct"])
+            table.add_row(name if i == 0 else "", command, code, f"{cv:.3f}", f"{block['per_op']:,.1f}",
                           str(len(block.get("per_server") or [])), per_key if i == 0 else "")
     console.print(table)
 

@@ -28,8 +28,15 @@ THROUGHPUT_METRICS = ("rps",)
 LATENCY_METRICS = ("avg", "min", "p50", "p95", "p99", "p999", "max")
 #: Counted, not timed (docs/instructions.md): instructions per operation of the command (the
 #: result's ``instructions`` block) and bytes of memory per key after the preload (its
-#: ``memory`` block). Both are smaller-is-better.
-COUNT_METRICS = ("instructions_per_op", "bytes_per_key")
+#: ``memory`` block). All are smaller-is-better. ``instructions_per_op`` is the code count (the
+#: total without libc's alignment-sensitive string routines) wherever the result's method counts
+#: it (``counted: "code"``), the total in older results, whose method id differs (a segment
+#: boundary); ``instructions_per_op_total`` is the total (in every counted point, older ones too),
+#: recorded and charted beside it, not detected (its spread across fresh servers is the string
+#: routines', not the code's).
+COUNT_METRICS = ("instructions_per_op", "instructions_per_op_total", "bytes_per_key")
+#: Recorded and charted, never detected on.
+UNDETECTED_METRICS = ("instructions_per_op_total",)
 METRICS = THROUGHPUT_METRICS + LATENCY_METRICS + COUNT_METRICS
 
 
@@ -86,14 +93,29 @@ def _count_metrics(result: dict, command: str) -> dict:
     counted = ((result.get("instructions") or {}).get("commands") or {})
     entry = counted.get(command.lower()) or counted.get(command)
     if entry and entry.get("per_op") is not None:
-        samples = entry.get("per_server") or [entry["per_op"]]
-        stats = summarize(samples)
-        stats["median"] = float(entry["per_op"])     # the result's own figure (median over servers)
-        metrics["instructions_per_op"] = stats
+        total = _count_stats(entry, "per_op", "per_server")
+        method = (result.get("instructions") or {}).get("method") or {}
+        if method.get("counted") == "code":
+            if entry.get("code_per_op") is None:
+                raise ValueError(f"the instruction count of {command} has counted: code but no code_per_op")
+            metrics["instructions_per_op"] = _count_stats(entry, "code_per_op", "code_per_server")
+            metrics["instructions_per_op_total"] = total
+        else:
+            # A result from before the split: its method id has no ``counted``, so these points
+            # are a segment of their own (segment_key), never compared with code counts. The
+            # total is the total either way: its own chart runs on across the switch.
+            metrics["instructions_per_op"] = total
+            metrics["instructions_per_op_total"] = dict(total)
     bytes_per_key = (result.get("memory") or {}).get("bytes_per_key")
     if bytes_per_key is not None:
         metrics["bytes_per_key"] = summarize([bytes_per_key])
     return metrics
+
+
+def _count_stats(entry: dict, median_key: str, per_server_key: str) -> dict:
+    stats = summarize(entry.get(per_server_key) or [entry[median_key]])
+    stats["median"] = float(entry[median_key])     # the result's own figure (median over servers)
+    return stats
 
 
 def instructions_method(result: dict, command: str) -> str | None:

@@ -155,7 +155,7 @@ def attach_instruction_diffs(store, incidents: list[dict], change_points: list[d
 
     by_incident: dict[str, list[dict]] = {}
     for cp in change_points:
-        if cp.get("metric") == "instructions_per_op" and cp.get("incident_id"):
+        if cp.get("metric") in ("instructions_per_op", "instructions_per_op_total") and cp.get("incident_id"):
             by_incident.setdefault(cp["incident_id"], []).append(cp)
     for incident in incidents:
         members = sorted(by_incident.get(incident["id"], []), key=lambda cp: -abs(cp.get("magnitude") or 0.0))

@@ -8,7 +8,9 @@ without patching or LD_PRELOAD), libc's string routines in their baseline varian
 rehash driven to its end; then per command ``windows`` windows of exactly ``window_requests``
 requests, collection switched on and off around each with ``callgrind_control`` and dumped.
 A window's instructions minus the inclusive cost of the timer-driven functions
-(method.TIMER_FUNCTIONS), over its requests, is one value of instructions per operation.
+(method.TIMER_FUNCTIONS), over its requests, is one value of instructions per operation; the same
+without libc's alignment-sensitive string routines (instruments.split) is the window's code count,
+what the series record (their counts move with where malloc put the arguments, not with the code).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..topology.backend import Endpoint
 from ..topology.procs import allocate_ports
 from . import callgrind
 from .method import CRON_INTERNAL_CALLERS, GLIBC_TUNABLES_X86, InstructionsMethod, seed_bytes
+from .split import strings_cost
 
 #: From exec to answering PING under valgrind: 1-3 s here, more on a loaded machine.
 START_TIMEOUT_S = 120.0
@@ -49,11 +52,25 @@ class Window:
     requests: int
     instructions: int           # the dump's total
     subtracted: dict[str, int]  # timer-driven inclusive cost taken out
-    per_op: float
+    per_op: float               # (instructions - subtracted) / requests: the total per operation
+    #: Self instructions of libc's alignment-sensitive string routines (instruments.split), None
+    #: for a window read back from a result that predates the split.
+    strings: int | None = None
+
+    @property
+    def code_per_op(self) -> float | None:
+        """(instructions - subtracted - strings) / requests: the code count per operation."""
+        if self.strings is None or not self.requests:
+            return None
+        return (self.instructions - sum(self.subtracted.values()) - self.strings) / self.requests
 
     def to_dict(self) -> dict:
-        return {"command": self.command, "index": self.index, "requests": self.requests,
-                "instructions": self.instructions, "subtracted": self.subtracted, "per_op": round(self.per_op, 3)}
+        out = {"command": self.command, "index": self.index, "requests": self.requests,
+               "instructions": self.instructions, "subtracted": self.subtracted, "per_op": round(self.per_op, 3)}
+        if self.strings is not None:
+            out["strings"] = self.strings
+            out["code_per_op"] = round(self.code_per_op, 3)
+        return out
 
 
 @dataclass
@@ -96,7 +113,8 @@ def window_from(profile: callgrind.CallgrindProfile, command: str, index: int, r
     if total <= 0:
         raise BenchmarkFailedError(f"callgrind counted no instructions in the {command} window {index + 1}",
                                    hint="collection was not switched on: see the server's valgrind log")
-    return Window(command, index, requests, total, sub, (total - sum(sub.values())) / requests)
+    strings = strings_cost({fn: cost.get("Ir", 0) for fn, cost in profile.self_cost.items()})
+    return Window(command, index, requests, total, sub, (total - sum(sub.values())) / requests, strings)
 
 
 @lru_cache(maxsize=None)
@@ -377,11 +395,29 @@ def summarize(measurements: list[Measurement], method: InstructionsMethod, *, to
             "values": [round(v, 3) for v in values],
             "top_functions": [{"function": fn, "self_per_op": round(cost / requests, 3)} for fn, cost in rows],
         }
+        commands[command].update(_code_fields(measurements, command))
     return {
         "method": method.to_dict(),
         "commands": commands,
         "servers": [{"seed": m.seed, "duration_s": m.duration_s, "rehash": m.rehash, "tool_seed": m.tool_seed,
                      "windows": [w.to_dict() for w in m.windows], "dumps": m.dumps} for m in measurements],
+    }
+
+
+def _code_fields(measurements: list[Measurement], command: str) -> dict:
+    """The code count of ``command`` (the total without libc's alignment-sensitive string
+    routines, instruments.split): median over servers, CVs, per server. Empty when a window has
+    no split (never for a window this module measured)."""
+    windows = [[w for w in m.windows if w.command == command] for m in measurements]
+    if any(w.code_per_op is None for ws in windows for w in ws):
+        return {}
+    values = [w.code_per_op for ws in windows for w in ws]
+    per_server = [statistics.fmean([w.code_per_op for w in ws]) for ws in windows if ws]
+    return {
+        "code_per_op": round(statistics.median(per_server), 3),
+        "code_cv_pct": round(cv_pct(values), 5),
+        "code_cv_servers_pct": round(cv_pct(per_server), 5),
+        "code_per_server": [round(v, 3) for v in per_server],
     }
 
 

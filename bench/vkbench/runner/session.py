@@ -61,8 +61,7 @@ class RunReport:
                     "flags": [f["code"] for f in o.result["validity"]["flags"]] if o.result else [],
                     "summary": {cmd: {m: s["median"] for m, s in metrics.items()} for cmd, metrics in o.result["summary"].items()} if o.result else {},
                     "error": str(o.error) if o.error else None,
-                    **({"instructions_per_op": {cmd: b["per_op"] for cmd, b in o.result["instructions"]["commands"].items()}}
-                       if o.result and o.result.get("instructions") else {}),
+                    **(_instruction_summary(o.result["instructions"]) if o.result and o.result.get("instructions") else {}),
                     **({"bytes_per_key": o.result["memory"]["bytes_per_key"]} if o.result and o.result.get("memory") else {}),
                 }
                 for o in self.outcomes
@@ -82,6 +81,17 @@ class RunReport:
         error = type(first)(counted + (f"\n{details}" if details else ""), hint=first.hint)
         error.title = f"{failed.cell.cell_id}: {cause}"[:240]
         raise error
+
+
+def _instruction_summary(block: dict) -> dict:
+    """A run report's instruction figures per command: ``instructions_per_op`` as the series
+    records it (the code count where the method counts it), and the total."""
+    code = (block.get("method") or {}).get("counted") == "code"
+    commands = block["commands"]
+    out = {"instructions_per_op": {cmd: (b.get("code_per_op") if code else b["per_op"]) for cmd, b in commands.items()}}
+    if code:
+        out["instructions_per_op_total"] = {cmd: b["per_op"] for cmd, b in commands.items()}
+    return out
 
 
 def _state_dir(options: RunOptions) -> Path:

@@ -324,9 +324,11 @@ export function createTrendChart(container, opts) {
       if (cp.metric !== metric) continue;
       const info0 = pointInfo(s, cp.i, commitRepoFor(l));
       const sign = cp.dir === "regression" ? "▼" : "▲";
+      // Counted metrics move by tenths of a percent: "+0%" would hide the step the marker shows.
+      const small = Math.abs(cp.mag) < 0.01;
       addMarker(xs[l.pos[cp.i]], cp.dir === "regression" ? "regression" : "improvement",
-        `${sign} ${fmtPct(cp.mag, 0)}`,
-        `Change point (${cp.dir}, ${fmtPct(cp.mag)}) in ${l.label} at ${fmtDate(s.t[cp.i])}${info0.commit ? `, commit ${shortSha(info0.commit)}` : ""}`,
+        `${sign} ${fmtPct(cp.mag, small ? 2 : 0)}`,
+        `Change point (${cp.dir}, ${fmtPct(cp.mag, small ? 2 : 1)}) in ${l.label} at ${fmtDate(s.t[cp.i])}${info0.commit ? `, commit ${shortSha(info0.commit)}` : ""}`,
         info0.commitUrl || info0.runUrl);
     }
     for (const n of s.notes || []) addMarker(xs[l.pos[n.i]], "note", "✎", `Annotation: ${n.text}`, null);
