@@ -15,6 +15,7 @@ from factory import make_result, write_result
 from vkbench.compare import compare_dirs
 from vkbench.detect import run_detection
 from vkbench.detect.params import DetectionParams
+from vkbench.errors import ResultFileError
 from vkbench.export.gab import build_gab
 from vkbench.history import HistoryStore
 from vkbench.history.ingest import ingest
@@ -67,6 +68,9 @@ def test_a_result_that_says_code_but_lacks_it_is_refused_not_read_as_the_total()
     del result["instructions"]["commands"]["get"]["code_per_op"]
     with pytest.raises(ValueError, match="code_per_op"):
         point_from_result(result, "GET")
+    # ... and stopped at the boundary first: the result schema requires code_per_op then.
+    with pytest.raises(ResultFileError, match="code_per_op"):
+        validate_result(result, source="night.json")
 
 
 def test_the_total_is_recorded_charted_and_not_detected():
