@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..results.io import load_result, read_result_bytes, result_files
+from ..results.checks import check_point
 from .series import month_of, point_from_result, series_commands, series_key, sort_key
 from ..errors import ConflictingResultError, ResultFileError
 from ..files import commit_staged, discard_staged, stage_bytes
@@ -173,6 +174,8 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, st
                 fresh.append(point)
             if not fresh:
                 continue
+            for point in fresh:     # what the ledger will say of this shard: every line checked
+                check_point(point, str(shard))
             lines = "".join(json.dumps(p, separators=(",", ":"), allow_nan=False) + "\n" for p in fresh)
             data = old + lines.encode("utf-8")
             shard_writes.append((shard, data))
@@ -245,6 +248,9 @@ def ingest(store: HistoryStore, result_paths: Iterable[str | os.PathLike], *, st
         if changed:
             store.write_index(index)
         store.write_format()
+        # every shard the index lists has passed the line check now (the deep verify above, or
+        # the lines this ingest appended): the next reader need not check the closed months again
+        store.record_lines_checked(index)
     return report
 
 

@@ -33,7 +33,7 @@ from jsonschema.exceptions import ValidationError, best_match
 from ..errors import ResultFileError
 
 #: The schemas of this module, by the name callers pass (file ``<name>.schema.json``).
-NAMES = ("detect-v1", "detect-alerts-v1", "bisects-v1", "confirmations-v1", "ab-v1", "alert-actions-v1")
+NAMES = ("detect-v1", "detect-alerts-v1", "bisects-v1", "confirmations-v1", "ab-v1", "alert-actions-v1", "checked-v1")
 
 _SAFE_KEY = re.compile(r"[A-Za-z0-9._-]{1,100}")
 #: Keywords whose failure reads better as "<value> is not <the subschema's description>".

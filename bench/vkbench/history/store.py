@@ -27,6 +27,7 @@ import orjson
 from ..errors import ResultFileError
 from ..files import directory_lock, utc_now, write_json
 from ..results.checks import check_point, is_safe_id
+from .checked import closed_shards_digest, read_ledger, write_ledger
 from .detect_file import check_detection
 from .series import sort_key
 
@@ -135,6 +136,8 @@ class HistoryStore:
         self._parsed: dict[str, _ParsedShard] = {}
         #: series id -> (the parsed shards it was made of, its points sorted): read_series again.
         self._sorted: dict[str, tuple[list[_ParsedShard], list[dict]]] = {}
+        #: checked.json as read (history/checked.py): series -> digest of its line-checked closed shards.
+        self._ledger: dict[str, str] | None = None
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -265,10 +268,36 @@ class HistoryStore:
     def shard_points(self, sid: str, month: str, entry: dict) -> list[dict]:
         """The points of one shard, checked against the index entry (lines, bytes, sha256) and
         line by line: read and parsed once per store while the file stays as it was read."""
-        return self._parsed_shard(sid, month, entry)[1]
+        return self._parsed_shard(sid, month, entry, lines_checked=month in self.lines_checked_months(sid, entry))[1]
 
-    def _parsed_shard(self, sid: str, month: str, entry: dict) -> tuple[_ParsedShard | None, list[dict]]:
-        """:meth:`shard_points`, and what the store keeps of the shard (None: not kept)."""
+    def ledger(self) -> dict[str, str]:
+        """checked.json (history/checked.py), read once per store."""
+        if self._ledger is None:
+            self._ledger = read_ledger(self.path)
+        return self._ledger
+
+    def record_lines_checked(self, index: dict) -> bool:
+        """Write checked.json for ``index`` (history/checked.py). Only for a caller that has
+        line-checked, or found in the ledger, every shard the index lists: the ingest, after
+        its deep verify and the shards it wrote. Returns whether the file changed."""
+        changed = write_ledger(self.path, index, self.ledger())
+        self._ledger = None
+        return changed
+
+    def lines_checked_months(self, sid: str, entry: dict) -> frozenset[str]:
+        """The months of the series whose lines an earlier ingest checked (their bytes are still
+        checked against the index): every month but the newest when checked.json records the
+        digest of exactly the closed shards the entry lists; else none."""
+        recorded = self.ledger().get(sid)
+        if recorded is None or recorded != closed_shards_digest(entry):
+            return frozenset()
+        return frozenset(sorted(entry.get("shards") or [])[:-1])
+
+    def _parsed_shard(self, sid: str, month: str, entry: dict, *, lines_checked: bool = False
+                      ) -> tuple[_ParsedShard | None, list[dict]]:
+        """:meth:`shard_points`, and what the store keeps of the shard (None: not kept).
+        ``lines_checked``: the ledger says these bytes passed the line check (they are still
+        checked against the index's sha256 first)."""
         path = self.shard_path(sid, month)
         key = str(path)
         expected = (entry.get("shard_digests") or {}).get(month)
@@ -280,7 +309,7 @@ class HistoryStore:
         if known is not None and known.identity == _identity(before) and (expected is None or known.digest == expected):
             return known, known.points
         data = self.verify_shard(sid, month, entry)
-        points = parse_jsonl(data, path)
+        points = parse_jsonl(data, path, lines_checked=lines_checked and expected is not None)
         kept = None
         with contextlib.suppress(OSError):
             after = os.stat(key)
@@ -352,9 +381,13 @@ class HistoryStore:
         """Every shard the entry lists exists with the recorded size (and digest when ``deep``);
         no shard on disk is unlisted."""
         listed = set(entry.get("shards") or [])
+        checked = self.lines_checked_months(sid, entry) if deep else frozenset()
         for month in sorted(listed):
             path = self.shard_path(sid, month)
             expected = (entry.get("shard_digests") or {}).get(month)
+            if deep and month in checked and expected is not None:
+                self.verify_shard(sid, month, entry)   # the bytes the ledger's line check saw; not parsed
+                continue
             if deep:
                 self.shard_points(sid, month, entry)   # against the index, and every line valid
                 continue
@@ -408,9 +441,10 @@ class HistoryStore:
         self.check_series_files(sid, entry)
         points: list[dict] = []
         shards = []
+        checked = self.lines_checked_months(sid, entry)
         with _collector_paused():
             for month in sorted(entry.get("shards") or []):
-                kept, part = self._parsed_shard(sid, month, entry)
+                kept, part = self._parsed_shard(sid, month, entry, lines_checked=month in checked)
                 shards.append(kept)
                 points.extend(part)
         if not entry.get("shard_digests") and len(points) != entry.get("points"):
@@ -676,9 +710,10 @@ def _all_shards_match(store: HistoryStore, index: dict) -> bool:
     return True
 
 
-def parse_jsonl(data: bytes, path: Path) -> list[dict]:
+def parse_jsonl(data: bytes, path: Path, *, lines_checked: bool = False) -> list[dict]:
     """Series lines, each validated (:func:`vkbench.results.checks.check_point`); any problem is
-    a ResultFileError naming ``path:line``."""
+    a ResultFileError naming ``path:line``. ``lines_checked``: the caller has checked these exact
+    bytes' sha256 against a digest whose lines passed the check (history/checked.py): parse only."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -689,7 +724,7 @@ def parse_jsonl(data: bytes, path: Path) -> list[dict]:
     # checks are pure functions of the bytes, so bytes already checked in this process are
     # only parsed again (issue 23: check_point was a third of a publish's CPU at ten years).
     digest = hashlib.sha256(data).digest()
-    checked = digest in _CHECKED_SHARDS
+    checked = lines_checked or digest in _CHECKED_SHARDS
     out = []
     with _collector_paused():
         for lineno, line in enumerate(text.split("\n"), 1):

@@ -26,7 +26,7 @@ def _count_parses(monkeypatch):
 
     calls = []
     original = store_module.parse_jsonl
-    monkeypatch.setattr(store_module, "parse_jsonl", lambda data, path: calls.append(path) or original(data, path))
+    monkeypatch.setattr(store_module, "parse_jsonl", lambda data, path, **kw: calls.append(path) or original(data, path, **kw))
     return calls
 
 
