@@ -58,6 +58,22 @@ def test_this_machine_has_no_hardware_counters_so_auto_picks_valgrind():
     assert caught.value.exit_code == 19 and "--counter" in caught.value.hint
 
 
+def test_run_with_instrument_instructions_counts_under_valgrind_here_and_says_why(tmp_path):
+    cell = {"server": "valkey:9.1.2", "requests": 500, "keyspace": 100, "repetitions": 1, "tests": ["get"]}
+    env = {k: v for k, v in os.environ.items() if k != "VKBENCH_COUNTER"}
+    proc = subprocess.run([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--instrument",
+                           "instructions", "--out", str(tmp_path), "--json"], capture_output=True, text=True,
+                          timeout=900, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (path,) = tmp_path.glob("*.json")
+    from vkbench.results.io import load_result
+
+    counted = load_result(path)["instructions"]
+    assert counted["counter"]["tool"] == "valgrind" and counted["counter"]["requested"] == "auto"
+    assert counted["counter"]["reason"].startswith("no hardware counters")
+    assert counted["method"]["tool"] == "callgrind" and counted["commands"]["get"]["code_per_op"] > 0
+
+
 def test_run_refuses_counter_perf_without_hardware_counters(tmp_path):
     cell = {"server": "valkey:9.1.2", "requests": 1000, "keyspace": 100, "repetitions": 2, "tests": ["get"]}
     proc = subprocess.run([sys.executable, "-m", "vkbench", "run", "--cell", json.dumps(cell), "--instrument",

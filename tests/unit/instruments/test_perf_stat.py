@@ -139,3 +139,11 @@ def test_a_perf_summary_has_the_total_and_no_code_count():
     get = block["commands"]["get"]
     assert get["per_op"] == pytest.approx(9100.0005) and "code_per_op" not in get and get["top_functions"] == []
     assert block["servers"][0]["windows"][0]["threads"] == 6 and "code_per_op" not in block["servers"][0]["windows"][0]
+
+
+def test_every_perf_fixture_is_read_here_and_described_in_sources():
+    text = Path(__file__).read_text()
+    sources = (FIXTURES.parent / "SOURCES.md").read_text()
+    for path in FIXTURES.iterdir():
+        assert f'"{path.name}"' in text, f"{path.name} is not read by a test"
+        assert f"`perf-stat/{path.name}`" in sources, f"{path.name} has no provenance in SOURCES.md"
