@@ -210,8 +210,9 @@ class WindowCounter:
     prints when it stops belongs to that window alone. Interval output (``-I``) instead prints
     deltas at timer ticks unrelated to the window's edges; attributing them needs every tick between
     two windows to land while disabled, which nothing guarantees.
-    ``-p`` attaches to every thread the process has (main, bio, io threads) and, perf stat
-    inheriting by default, to threads they start while attached."""
+    ``-p`` attaches to every thread the process has when perf starts (/proc/PID/task: main and
+    bio threads); a thread started later is not guaranteed to be counted, and none is at
+    io-threads 1 (more is refused for counts). ``threads`` records how many there were."""
 
     def __init__(self, pid: int, events: tuple[str, ...], work_dir: Path, *, perf: str | None = None):
         self.pid, self.events, self.work_dir = pid, tuple(events), Path(work_dir)

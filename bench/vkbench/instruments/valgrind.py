@@ -110,7 +110,8 @@ def check_prerequisites(tool: str = "callgrind") -> None:
     for name in needed:
         if shutil.which(name) is None:
             raise MissingBinaryError(f"{name} is needed to count instructions",
-                                     hint="tools/setup/build.sh installs valgrind (apt-get install valgrind)")
+                                     hint="apt-get install util-linux" if name == "unshare" else
+                                     "tools/setup/build.sh installs valgrind (apt-get install valgrind)")
     if os.geteuid() != 0:
         raise UsageError("counting instructions pins the server's hash seed with a bind mount in a private mount "
                          "namespace (unshare -m), which needs root",
@@ -160,15 +161,15 @@ class PinnedServer:
     label = "natively"
     log_name = "server-stdout.log"
 
-    def wrapper(self) -> list[str]:
-        return []
-
     def __init__(self, server_path: Path, work_dir: Path, *, seed: int, method: InstructionsMethod, password: str,
                  env: dict[str, str] | None = None, extra_args: tuple[str, ...] = ()):
         self.server_path, self.work_dir, self.seed, self.method = Path(server_path), Path(work_dir), seed, method
         self.password, self.env, self.extra_args = password, dict(env or {}), tuple(extra_args)
         self.proc: subprocess.Popen | None = None
         self.port = 0
+
+    def wrapper(self) -> list[str]:
+        return []
 
     # -- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> PinnedServer:
