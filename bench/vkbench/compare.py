@@ -182,6 +182,12 @@ def count_rows(base: dict, candidate: dict, metrics: tuple[str, ...], *, flagged
     rows: list[Row] = []
     b_cmds = ((base.get("instructions") or {}).get("commands") or {})
     c_cmds = ((candidate.get("instructions") or {}).get("commands") or {})
+    b_tool = ((base.get("instructions") or {}).get("method") or {}).get("tool")
+    c_tool = ((candidate.get("instructions") or {}).get("method") or {}).get("tool")
+    if b_tool != c_tool:
+        # Counted by callgrind on one side and by perf on the other: callgrind takes the timer
+        # work out and perf cannot, so the difference would be the tools', never the server's.
+        b_cmds = c_cmds = {}
     for command in [k for k in b_cmds if k in c_cmds]:
         mixed = not _has_code(b_cmds[command], c_cmds[command]) and \
             any(e.get("code_per_server") for e in (b_cmds[command], c_cmds[command]))

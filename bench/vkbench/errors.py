@@ -134,6 +134,13 @@ class NoFreePortError(ServerStartError):
     exit_code = 18
 
 
+class NoHardwareCountersError(VkbenchError):
+    """``--counter perf``: instructions counted by perf on a machine where it cannot count them
+    (no hardware counters, perf missing, or the kernel refusing)."""
+
+    exit_code = 19
+
+
 def from_os_error(exc: OSError) -> VkbenchError | None:
     """The operator's sentence for an OSError that is about the machine, not about vkbench:
     disk full and the file-size limit. None for every other OSError (a bug: its traceback helps)."""

@@ -9,6 +9,7 @@ import click
 from .console import make_console
 
 from ..errors import UsageError
+from ..instruments.perf_stat import COUNTER_ENV, COUNTERS
 from ..runner.session import RunOptions, run_session
 from ._options import cells_from, override_options
 from .matrix import print_plan
@@ -36,6 +37,10 @@ from .run_display import ProgressDisplay, print_summary
               help="Run repetition 1 of every cell, then repetition 2, ...: drift hits every cell alike (for comparisons).")
 @click.option("--profile", is_flag=True,
               help="Record the servers with perf record -g during one extra repetition (not measured); folded stacks go to <cell_id>.raw/profile.folded.")
+@click.option("--counter", type=click.Choice(COUNTERS), envvar=COUNTER_ENV, default="auto", show_default=True,
+              help="What counts instructions (--instrument instructions|both): perf where the CPU has hardware "
+                   "counters, valgrind (callgrind) otherwise (auto); perf is refused (exit 19) where there are none "
+                   "(docs/instructions.md).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=600.0, show_default=True,
               help="Seconds each phase may take: a catalog preload, the preload, the warm-up, each repetition. "
                    "Past it the cell stops, everything it started is removed, and the run exits 14.")
@@ -48,7 +53,7 @@ from .run_display import ProgressDisplay, print_summary
 @click.option("--dry-run", is_flag=True, help="Print the plan and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary for machines (progress goes to stderr).")
 def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, machine_class, trigger, workflow_run_url,
-            interleave, profile, timeout, output_limit, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
+            interleave, profile, counter, timeout, output_limit, state_dir, cleanup_only, dry_run, as_json, **kwargs) -> None:
     """Run a matrix on real servers: deploy each cell's topology, preload, warm up, repeat,
     measure client and server CPU, check validity and write one result file per cell.
 
@@ -66,7 +71,7 @@ def run_cmd(source, preset, cell_args, backend, server_host, out_dir, run_id, ma
     options = RunOptions(backend=backend, out_dir=out_dir, run_id=run_id, machine_class=machine_class,
                          trigger=trigger, workflow_run_url=workflow_run_url, interleave=interleave,
                          timeout=timeout, state_dir=state_dir, server_host=server_host, profile=profile,
-                         output_limit=int(output_limit * 1024 * 1024))
+                         counter=counter, output_limit=int(output_limit * 1024 * 1024))
     err = make_console(stderr=True)
     if cleanup_only:
         from ..runner.session import cleanup

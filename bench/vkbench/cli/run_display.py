@@ -45,8 +45,7 @@ class ProgressDisplay:
         elif event == "repetition":
             self.progress.update(self.task, description=f"{label}: repetition {index + 1}/{cell.repetitions}")
         elif event == "instructions":
-            self.progress.update(self.task, description=f"{label}: instructions, server {index + 1}/{cell.repetitions} "
-                                                        "under callgrind")
+            self.progress.update(self.task, description=f"{label}: instructions, server {index + 1}/{cell.repetitions}")
         elif event == "repetition-done":
             self.progress.advance(self.task)
             self.remaining[cell.cell_id] -= 1
@@ -78,24 +77,26 @@ def _print_instructions(report: RunReport, console: Console) -> None:
     counted = [o for o in report.outcomes if o.result and (o.result.get("instructions") or o.result.get("memory"))]
     if not counted:
         return
-    table = Table(title="instructions per operation (callgrind) and memory per key", title_justify="left")
-    for col in ("cell", "cmd", "instr/op (code)", "CV %", "instr/op (total)", "servers", "bytes/key"):
-        table.add_column(col, justify="left" if col in ("cell", "cmd") else "right")
+    table = Table(title="instructions per operation and memory per key", title_justify="left")
+    for col in ("cell", "cmd", "instr/op (code)", "CV %", "instr/op (total)", "servers", "counted by", "bytes/key"):
+        table.add_column(col, justify="left" if col in ("cell", "cmd", "counted by") else "right")
     for outcome in counted:
         c, result = outcome.cell, outcome.result
         name = f"{c.server} P{c.pipeline} c{c.clients}"
         memory = result.get("memory") or {}
         per_key = f"{memory['bytes_per_key']:,.1f}" if memory.get("bytes_per_key") is not None else "-"
         commands = (result.get("instructions") or {}).get("commands") or {}
+        # perf counts the total only (no per-function costs, no split): its code column is "-".
+        tool = ((result.get("instructions") or {}).get("method") or {}).get("tool", "-")
         if not commands:
-            table.add_row(name, "-", "-", "-", "-", "-", per_key)
+            table.add_row(name, "-", "-", "-", "-", "-", "-", per_key)
         for i, (command, block) in enumerate(commands.items()):
             # The code count (without libc's alignment-sensitive string routines) is what the
             # series record; results from before the split have only the total.
             code = f"{block['code_per_op']:,.1f}" if block.get("code_per_op") is not None else "-"
             cv = block.get("code_cv_pct", block["cv_pct"])
             table.add_row(name if i == 0 else "", command, code, f"{cv:.3f}", f"{block['per_op']:,.1f}",
-                          str(len(block.get("per_server") or [])), per_key if i == 0 else "")
+                          str(len(block.get("per_server") or [])), tool if i == 0 else "", per_key if i == 0 else "")
     console.print(table)
 
 

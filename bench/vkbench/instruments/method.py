@@ -45,22 +45,51 @@ class InstructionsMethod:
     #: only the total and have no such parameter: their method id differs, so the switch is a
     #: segment boundary of every counted series, never a step.
     counted: str = "code"
+    #: perf only (None under callgrind, and then left out of the id, so the ids of callgrind
+    #: methods stay what they were): the perf events counted, the first one being the count.
+    events: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["subtract"] = list(self.subtract)
+        data = self._parameters()
         data["glibc_tunables"] = GLIBC_TUNABLES_X86 if self.scalar_string_routines else None
         data["seed_pinning"] = "bind mount over /dev/urandom in a private mount namespace (unshare -m)"
         data["server_args"] = ["--hz", str(self.hz), "--dynamic-hz", "no"]
+        if self.tool == "perf":
+            # What perf cannot take out (no per-function costs): said in the result itself.
+            data["not_subtracted"] = PERF_NOT_SUBTRACTED
         data["id"] = self.method_id()
         return data
 
-    def method_id(self) -> str:
-        """A short digest of every parameter: two series with different ids are not comparable."""
+    def _parameters(self) -> dict:
         data = asdict(self)
         data["subtract"] = list(self.subtract)
-        digest = hashlib.sha256(repr(sorted(data.items())).encode()).hexdigest()[:10]
-        return f"callgrind-{digest}"
+        if self.events is None:
+            del data["events"]
+        else:
+            data["events"] = list(self.events)
+        return data
+
+    def method_id(self) -> str:
+        """A short digest of every parameter, prefixed with the tool: two series with different
+        ids are not comparable, and a switch between callgrind and perf is a segment boundary."""
+        digest = hashlib.sha256(repr(sorted(self._parameters().items())).encode()).hexdigest()[:10]
+        return f"{self.tool}-{digest}"
+
+
+#: The user-space instructions of every thread of the server, what a CPU's instructions counter
+#: gives (docs/instructions.md, "Hardware counters").
+PERF_EVENTS = ("instructions:u",)
+PERF_NOT_SUBTRACTED = ("the timer-driven work: perf counts the process, not functions, so serverCron (about 5,300 "
+                       "instructions a run, once a second at hz 1) and "
+                       "activeExpireCycle's fast cycles from beforeSleep (once per event-loop iteration, so they "
+                       "follow how requests batch) stay in every window")
+
+
+def perf_method(**parameters) -> InstructionsMethod:
+    """The perf method: the server runs natively, nothing is subtracted, the total is counted
+    (no split of libc's string routines without per-function costs)."""
+    return InstructionsMethod(**{"tool": "perf", "subtract": (), "counted": "total", "events": PERF_EVENTS,
+                                 **parameters})
 
 
 def seed_bytes(seed: int, size: int = 64 * 1024) -> bytes:
@@ -74,5 +103,5 @@ def seed_bytes(seed: int, size: int = 64 * 1024) -> bytes:
     return bytes(out[:size])
 
 
-__all__ = ["INSTRUMENTS", "InstructionsMethod", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
+__all__ = ["INSTRUMENTS", "InstructionsMethod", "perf_method", "PERF_EVENTS", "PERF_NOT_SUBTRACTED", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
            "seed_bytes"]

@@ -11,6 +11,11 @@ A window's instructions minus the inclusive cost of the timer-driven functions
 (method.TIMER_FUNCTIONS), over its requests, is one value of instructions per operation; the same
 without libc's alignment-sensitive string routines (instruments.split) is the window's code count,
 what the series record (their counts move with where malloc put the arguments, not with the code).
+
+Where the CPU has instruction counters (instruments.perf_stat), ``method.tool == "perf"`` runs the
+same pinned server natively and counts each window with ``perf stat`` attached to it: the same
+seed, string routines, hz, preload and rehash; nothing subtracted and no split (perf counts the
+process, not functions), so such a method counts the total (``counted: "total"``).
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ class Window:
     #: Self instructions of libc's alignment-sensitive string routines (instruments.split), None
     #: for a window read back from a result that predates the split.
     strings: int | None = None
+    #: perf only: every event perf stat read in the window (instruments.perf_stat.Reading), and
+    #: how many threads the server had when perf attached.
+    readings: list[dict] | None = None
+    threads: int | None = None
 
     @property
     def code_per_op(self) -> float | None:
@@ -70,6 +79,9 @@ class Window:
         if self.strings is not None:
             out["strings"] = self.strings
             out["code_per_op"] = round(self.code_per_op, 3)
+        if self.readings is not None:
+            out["readings"] = self.readings
+            out["threads"] = self.threads
         return out
 
 
@@ -85,12 +97,21 @@ class Measurement:
     dumps: list[str] = field(default_factory=list)
 
 
-def check_prerequisites() -> None:
-    """valgrind, callgrind_control and unshare present, and the right to make a mount namespace."""
-    for tool in ("valgrind", "callgrind_control", "unshare"):
-        if shutil.which(tool) is None:
-            raise MissingBinaryError(f"{tool} is needed to count instructions",
-                                     hint="tools/setup/build.sh installs valgrind (apt-get install valgrind)")
+def check_prerequisites(tool: str = "callgrind") -> None:
+    """The counting tool (valgrind and callgrind_control, or perf) and unshare present, and the
+    right to make a mount namespace."""
+    if tool == "perf":
+        from ..profile.record import perf_binary
+
+        if perf_binary() is None:
+            raise MissingBinaryError("perf is needed to count instructions with hardware counters",
+                                     hint="tools/setup/perf.sh installs Debian's linux-perf, or use --counter valgrind")
+    needed = ("unshare",) if tool == "perf" else ("valgrind", "callgrind_control", "unshare")
+    for name in needed:
+        if shutil.which(name) is None:
+            raise MissingBinaryError(f"{name} is needed to count instructions",
+                                     hint="apt-get install util-linux" if name == "unshare" else
+                                     "tools/setup/build.sh installs valgrind (apt-get install valgrind)")
     if os.geteuid() != 0:
         raise UsageError("counting instructions pins the server's hash seed with a bind mount in a private mount "
                          "namespace (unshare -m), which needs root",
@@ -129,8 +150,16 @@ def tool_has_seed(tool_path: str, library_path: str = "") -> bool:
     return "--seed" in proc.stdout + proc.stderr
 
 
-class CallgrindServer:
-    """One valkey-server under callgrind (a context manager: stopped and reaped on every exit)."""
+class PinnedServer:
+    """One valkey-server with everything that makes its count repeatable: its own mount namespace
+    with the seed over /dev/urandom, the scalar string routines, hz 1, io-threads 1 (a context
+    manager: stopped and reaped on every exit). It runs natively; CallgrindServer runs it under
+    callgrind. ``pid`` is the server's own: unshare and sh exec into it (and valgrind runs the
+    guest in its own process)."""
+
+    #: What runs the server (prepended to its argv), and the name of its log.
+    label = "natively"
+    log_name = "server-stdout.log"
 
     def __init__(self, server_path: Path, work_dir: Path, *, seed: int, method: InstructionsMethod, password: str,
                  env: dict[str, str] | None = None, extra_args: tuple[str, ...] = ()):
@@ -138,11 +167,12 @@ class CallgrindServer:
         self.password, self.env, self.extra_args = password, dict(env or {}), tuple(extra_args)
         self.proc: subprocess.Popen | None = None
         self.port = 0
-        self.out_prefix = self.work_dir / "callgrind.out"
-        self._dumps = 0
+
+    def wrapper(self) -> list[str]:
+        return []
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> CallgrindServer:
+    def __enter__(self) -> PinnedServer:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         seed_file = self.work_dir / "urandom"
         seed_file.write_bytes(seed_bytes(self.seed))
@@ -158,12 +188,11 @@ class CallgrindServer:
         # the server: nothing to unmount.
         script = 'mount --bind "$1" /dev/urandom && shift && exec "$@"'
         argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh", str(seed_file),
-                "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.out_prefix}",
-                str(self.server_path), str(conf), *self.extra_args]
+                *self.wrapper(), str(self.server_path), str(conf), *self.extra_args]
         env = {**os.environ, **self.env}
         if self.method.scalar_string_routines:
             env["GLIBC_TUNABLES"] = GLIBC_TUNABLES_X86
-        self.log = open(self.work_dir / "valgrind.log", "wb")
+        self.log = open(self.work_dir / self.log_name, "wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                      env=env, start_new_session=True)
         try:
@@ -178,8 +207,8 @@ class CallgrindServer:
         last = ""
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise ServerStartError(f"valkey-server under callgrind exited with {self.proc.returncode} at start: "
-                                       f"{self._log_tail()}", hint=f"see {self.work_dir / 'valgrind.log'}")
+                raise ServerStartError(f"valkey-server {self.label} exited with {self.proc.returncode} at start: "
+                                       f"{self._log_tail()}", hint=f"see {self.work_dir / self.log_name}")
             try:
                 with self.client(timeout=2) as conn:
                     conn.ping()
@@ -187,12 +216,12 @@ class CallgrindServer:
             except valkey.exceptions.ValkeyError as exc:
                 last = str(exc)
             time.sleep(0.2)
-        raise ServerStartError(f"valkey-server under callgrind did not answer within {START_TIMEOUT_S:.0f} s ({last})",
-                               hint=f"see {self.work_dir / 'valgrind.log'}")
+        raise ServerStartError(f"valkey-server {self.label} did not answer within {START_TIMEOUT_S:.0f} s ({last})",
+                               hint=f"see {self.work_dir / self.log_name}")
 
     def _log_tail(self) -> str:
         try:
-            return (self.work_dir / "valgrind.log").read_text(errors="replace")[-600:].strip()
+            return (self.work_dir / self.log_name).read_text(errors="replace")[-600:].strip()
         except OSError:
             return ""
 
@@ -227,32 +256,8 @@ class CallgrindServer:
 
     @property
     def endpoint(self) -> Endpoint:
-        return Endpoint(name="callgrind", host="127.0.0.1", port=self.port, role="primary", shard=0,
+        return Endpoint(name="counted", host="127.0.0.1", port=self.port, role="primary", shard=0,
                         pid=self.proc.pid if self.proc else None)
-
-    # -- control ------------------------------------------------------------------------------
-    def control(self, *args: str) -> None:
-        try:
-            proc = subprocess.run(["callgrind_control", *args, str(self.proc.pid)], capture_output=True, text=True,
-                                  timeout=CONTROL_TIMEOUT_S, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise BenchmarkFailedError(f"callgrind_control {' '.join(args)} got no answer within {CONTROL_TIMEOUT_S:.0f} s",
-                                       hint="the server is stuck or not under callgrind") from None
-        if proc.returncode != 0 or "Error" in proc.stdout + proc.stderr:
-            raise BenchmarkFailedError(f"callgrind_control {' '.join(args)} failed: {(proc.stdout + proc.stderr).strip()[:300]}",
-                                       hint="is valgrind's callgrind_control of the same version as valgrind?")
-
-    def dump(self, trigger: str) -> Path:
-        """Dump the counters since the last zeroing; the dump's path (complete: totals written)."""
-        self.control("-d", trigger)
-        self._dumps += 1
-        path = Path(f"{self.out_prefix}.{self._dumps}")
-        deadline = time.monotonic() + CONTROL_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if path.is_file() and b"\ntotals:" in path.read_bytes()[-4096:]:
-                return path
-            time.sleep(0.05)
-        raise BenchmarkFailedError(f"callgrind wrote no complete dump {path.name}", hint=f"see {self.work_dir}")
 
     # -- preload ------------------------------------------------------------------------------
     def memory_used(self) -> int:
@@ -293,6 +298,46 @@ class CallgrindServer:
                 rounds += 1
 
 
+class CallgrindServer(PinnedServer):
+    """The pinned server under ``valgrind --tool=callgrind --instr-atstart=no``: collection is
+    switched on and off with callgrind_control, each window dumped."""
+
+    label = "under callgrind"
+    log_name = "valgrind.log"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.out_prefix = self.work_dir / "callgrind.out"
+        self._dumps = 0
+
+    def wrapper(self) -> list[str]:
+        return ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={self.out_prefix}"]
+
+    # -- control ------------------------------------------------------------------------------
+    def control(self, *args: str) -> None:
+        try:
+            proc = subprocess.run(["callgrind_control", *args, str(self.proc.pid)], capture_output=True, text=True,
+                                  timeout=CONTROL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise BenchmarkFailedError(f"callgrind_control {' '.join(args)} got no answer within {CONTROL_TIMEOUT_S:.0f} s",
+                                       hint="the server is stuck or not under callgrind") from None
+        if proc.returncode != 0 or "Error" in proc.stdout + proc.stderr:
+            raise BenchmarkFailedError(f"callgrind_control {' '.join(args)} failed: {(proc.stdout + proc.stderr).strip()[:300]}",
+                                       hint="is valgrind's callgrind_control of the same version as valgrind?")
+
+    def dump(self, trigger: str) -> Path:
+        """Dump the counters since the last zeroing; the dump's path (complete: totals written)."""
+        self.control("-d", trigger)
+        self._dumps += 1
+        path = Path(f"{self.out_prefix}.{self._dumps}")
+        deadline = time.monotonic() + CONTROL_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if path.is_file() and b"\ntotals:" in path.read_bytes()[-4096:]:
+                return path
+            time.sleep(0.05)
+        raise BenchmarkFailedError(f"callgrind wrote no complete dump {path.name}", hint=f"see {self.work_dir}")
+
+
 def memory_block(keys: int, before: int, after: int, data_size: int | None = None) -> dict:
     block = {"keys": keys, "used_memory_before": before, "used_memory_after": after,
              "bytes_per_key": round((after - before) / keys, 2) if keys else None}
@@ -321,18 +366,22 @@ def measure(*, server_path: Path, tool_path: Path, tool_env: dict[str, str], com
             pipeline: int, data_size: int, keyspace: int, seed: int, method: InstructionsMethod, work_dir: Path,
             password: str, server_env: dict[str, str] | None = None, keep_dumps: Path | None = None,
             timeout: float = 600.0, progress=None) -> Measurement:
-    """One fresh server, one preload, ``method.windows`` windows per command."""
+    """One fresh server, one preload, ``method.windows`` windows per command, counted by
+    ``method.tool``: callgrind (the server under valgrind) or perf (the server native, perf stat
+    attached per window, instruments.perf_stat)."""
     from ..matrix.model import Cell
     from ..runner.process import run_tools
     from ..runner.tools import build_command
 
-    check_prerequisites()
+    perf = method.tool == "perf"
+    check_prerequisites(method.tool)
     began = time.monotonic()
     result = Measurement(seed=seed)
     keys = method.preload_keys or keyspace
     has_seed = tool_has_seed(str(tool_path), tool_env.get("LD_LIBRARY_PATH", ""))
     result.tool_seed = has_seed
-    with CallgrindServer(server_path, work_dir, seed=seed, method=method, password=password, env=server_env) as server:
+    server_class = PinnedServer if perf else CallgrindServer
+    with server_class(server_path, work_dir, seed=seed, method=method, password=password, env=server_env) as server:
         result.memory = server.preload(keys, data_size)
         result.rehash = server.finish_rehash(keys)
         for command in commands:
@@ -346,17 +395,26 @@ def measure(*, server_path: Path, tool_path: Path, tool_env: dict[str, str], com
                     cmd.argv += ["--seed", str(seed)]   # the same keys in every window
                 if progress:
                     progress(command, index)
+
+                def load():
+                    runs = run_tools([cmd], cpus=None, timeout=timeout)
+                    run = runs[0]
+                    if run.timed_out or run.exit_code != 0:
+                        raise BenchmarkFailedError(f"{tool_path.name} failed in the {command} window {index + 1} "
+                                                   f"(exit {run.exit_code}{', timed out' if run.timed_out else ''}): "
+                                                   f"{run.output.replace(password, '***')[-300:]}",
+                                                   hint=f"see {work_dir / server.log_name}")
+
+                if perf:
+                    result.windows.append(perf_window(server, method, command, index, load))
+                    continue
                 server.control("-z")
                 server.control("-i", "on")
-                runs = run_tools([cmd], cpus=None, timeout=timeout)
-                server.control("-i", "off")
+                try:
+                    load()
+                finally:
+                    server.control("-i", "off")
                 dump = server.dump(f"vkbench {command} {index + 1}")
-                run = runs[0]
-                if run.timed_out or run.exit_code != 0:
-                    raise BenchmarkFailedError(f"{tool_path.name} failed in the {command} window {index + 1} "
-                                               f"(exit {run.exit_code}{', timed out' if run.timed_out else ''}): "
-                                               f"{run.output.replace(password, '***')[-300:]}",
-                                               hint=f"see {work_dir / 'valgrind.log'}")
                 profile = callgrind.read(dump)
                 result.windows.append(window_from(profile, command, index, method.window_requests))
                 for fn, cost in profile.self_cost.items():
@@ -371,6 +429,31 @@ def measure(*, server_path: Path, tool_path: Path, tool_env: dict[str, str], com
             result.top[command] = top
     result.duration_s = round(time.monotonic() - began, 3)
     return result
+
+
+def perf_window(server: PinnedServer, method: InstructionsMethod, command: str, index: int, load) -> Window:
+    """One window counted by perf stat attached to every thread of the native server: counters
+    on (acknowledged) before the load's first request, off (acknowledged) after its last reply.
+    Nothing is subtracted (perf has no per-function costs): the window's count is its total."""
+    from .perf_stat import WindowCounter, count_of
+
+    events = tuple(method.events or ())
+    where = f"the {command} window {index + 1}"
+    with WindowCounter(server.proc.pid, events, server.work_dir) as counter:
+        counter.enable()
+        try:
+            load()
+        finally:
+            counter.disable()
+        readings = counter.stop()
+    counted = count_of(readings, events[0], where=where)
+    total = int(round(counted.value))
+    if total <= 0:
+        raise BenchmarkFailedError(f"perf stat counted no {events[0]} in {where}",
+                                   hint=f"the counters were not switched on: see {server.work_dir}")
+    requests = method.window_requests
+    return Window(command, index, requests, total, {}, total / requests,
+                  readings=[r.to_dict() for r in readings], threads=counter.threads)
 
 
 def summarize(measurements: list[Measurement], method: InstructionsMethod, *, top: int = TOP_FUNCTIONS) -> dict:
@@ -428,5 +511,5 @@ def cv_pct(values: list[float]) -> float:
     return 100 * statistics.stdev(values) / mean if mean else 0.0
 
 
-__all__ = ["CallgrindServer", "Measurement", "Window", "measure", "summarize", "subtracted_cost", "window_from",
+__all__ = ["PinnedServer", "CallgrindServer", "perf_window", "Measurement", "Window", "measure", "summarize", "subtracted_cost", "window_from",
            "memory_block", "check_prerequisites", "cv_pct"]

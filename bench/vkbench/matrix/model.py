@@ -219,7 +219,8 @@ def instructions_refusal(cell: "Cell") -> str | None:
     """Why this cell cannot be measured by instructions (docs/instructions.md), or None."""
     if cell.io_threads > 1:
         return (f"io-threads {cell.io_threads}: the I/O threads spin-poll and valgrind runs one thread at a time, so "
-                "the counts measure the polling, not the work (CV 5-6% measured); count instructions at io-threads 1")
+                "the counts measure the polling, not the work (CV 5-6% measured; perf would count the polling too, "
+                "as much as time allows); count instructions at io-threads 1")
     if cell.topology != "standalone":
         return (f"topology {cell.topology}: instruction counts run one fresh server under callgrind per measurement; "
                 "replicas and cluster nodes are other processes whose work the count would miss")

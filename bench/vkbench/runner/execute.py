@@ -49,6 +49,7 @@ class RunContext:
     output_limit: int = DEFAULT_OUTPUT_LIMIT  # --output-limit: bytes one tool process may print
     work_dir: Path | None = None
     profile: bool = False                   # one extra, unmeasured repetition under perf (--profile)
+    counter: object | None = None           # instruments.perf_stat.CounterChoice: what counts instructions
 
 
 @dataclass
@@ -330,24 +331,29 @@ def _request_note(cell: Cell) -> str | None:
 
 def run_instructions(state: CellState, ctx: RunContext, progress: ProgressFn | None = None) -> None:
     """Instructions per operation of the cell's commands: ``cell.repetitions`` fresh servers
-    under callgrind (seeds 1..N, the same every night), 4 windows each (docs/instructions.md)."""
-    from ..instruments.method import InstructionsMethod
+    (seeds 1..N, the same every night), 4 windows each, counted under callgrind or, where the CPU
+    has hardware counters, by perf stat (ctx.counter; docs/instructions.md)."""
+    from ..instruments.method import InstructionsMethod, perf_method
+    from ..instruments.perf_stat import select_counter
     from ..instruments.valgrind import check_prerequisites, measure, summarize
     from ..servers import resolve_server
 
     cell = state.cell
-    check_prerequisites()
+    counter = ctx.counter or select_counter("auto")
+    perf = counter.tool == "perf"
+    check_prerequisites("perf" if perf else "callgrind")
     if not state.started:
         state.started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     server = resolve_server(cell.engine, cell.version)
     tool = ctx.tool_paths[cell.tool]
-    method = InstructionsMethod(windows=INSTRUCTION_WINDOWS, window_requests=min(cell.requests, INSTRUCTION_WINDOW_REQUESTS),
-                                servers=cell.repetitions)
+    parameters = {"windows": INSTRUCTION_WINDOWS, "window_requests": min(cell.requests, INSTRUCTION_WINDOW_REQUESTS),
+                  "servers": cell.repetitions}
+    method = perf_method(**parameters) if perf else InstructionsMethod(**parameters)
     raw_dir = ctx.out_dir / f"{cell.cell_id}.raw"
     raw_dir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     measurements = []
-    work_root = make_workdir("vkbench-callgrind-", ctx.work_dir)
+    work_root = make_workdir(f"vkbench-{method.tool}-", ctx.work_dir)
     try:
         for i in range(method.servers):
             if progress:
@@ -356,14 +362,15 @@ def run_instructions(state: CellState, ctx: RunContext, progress: ProgressFn | N
                 server_path=server.path, tool_path=tool.path, tool_env=dict(getattr(tool, "env", {}) or {}),
                 commands=list(cell.tests), clients=cell.clients, pipeline=cell.pipeline, data_size=cell.data_size,
                 keyspace=cell.keyspace or 1, seed=method.seed_base + i, method=method, work_dir=work_root / f"server-{i + 1}",
-                password=new_password(), server_env=dict(server.env), keep_dumps=raw_dir / "callgrind",
-                timeout=ctx.repetition_timeout))
+                password=new_password(), server_env=dict(server.env),
+                keep_dumps=None if perf else raw_dir / "callgrind", timeout=ctx.repetition_timeout))
             if cell.instrument == "instructions" and progress:
                 progress("repetition-done", cell, i)
     finally:
         state.duration_s += time.monotonic() - began
         shutil.rmtree(work_root, ignore_errors=True)
     state.instructions = summarize(measurements, method)
+    state.instructions["counter"] = counter.to_dict()
     state.instructions["duration_s"] = round(time.monotonic() - began, 3)
     if state.memory is None and measurements and measurements[0].memory:
         state.memory = measurements[0].memory

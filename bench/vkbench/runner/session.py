@@ -28,6 +28,9 @@ class RunOptions:
     state_dir: Path | None = None
     server_host: str | None = None
     profile: bool = False
+    #: What counts instructions: auto (perf where hardware counters exist, else valgrind), perf
+    #: or valgrind (instruments.perf_stat.select_counter).
+    counter: str = "auto"
 
 
 @dataclass
@@ -120,10 +123,13 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
     if counted and options.backend != "native":
         raise UsageError(f"instrument {counted[0].instrument} runs its servers under callgrind on this machine",
                          hint="use --backend native for instruction counts")
+    counter = None
     if counted:
+        from ..instruments.perf_stat import select_counter
         from ..instruments.valgrind import check_prerequisites
 
-        check_prerequisites()
+        counter = select_counter(options.counter)
+        check_prerequisites("perf" if counter.tool == "perf" else "callgrind")
     # Fail before starting anything when a binary is missing: exit code 3, with the fetch hint.
     tools = {name: resolve_tool(name) for name in sorted({c.tool for c in cells})}
     if options.backend == "native":
@@ -135,7 +141,7 @@ def run_session(cells: list[Cell], options: RunOptions, progress: ProgressFn | N
         backend=backend, out_dir=options.out_dir, run_id=report.run_id, trigger=options.trigger,
         machine_class=options.machine_class, workflow_run_url=options.workflow_run_url,
         environment=fingerprint(probe_container_runtime=options.backend == "compose"),
-        tool_paths=tools, repetition_timeout=options.timeout, profile=options.profile,
+        tool_paths=tools, repetition_timeout=options.timeout, profile=options.profile, counter=counter,
         **({"output_limit": options.output_limit} if options.output_limit else {}),
     )
     states = [CellState(cell) for cell in cells]
