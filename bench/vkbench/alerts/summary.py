@@ -77,8 +77,10 @@ def run_link(ref: dict) -> str:
 
 
 def _metric_note(metric: str) -> str:
-    """What a counted metric's name does not say: instructions_per_op is the code count."""
-    return " (code, without libc string routines)" if metric == "instructions_per_op" else ""
+    """What a counted metric's name does not say: instructions_per_op is callgrind's code count,
+    or perf's total where hardware counters count it (the two never share a segment)."""
+    return (" (callgrind: the code, without libc string routines; perf: the total)"
+            if metric == "instructions_per_op" else "")
 
 def render_incident(incident: dict, change_points: list[dict], *, repo: str | None = None,
                     server_url: str = "https://github.com", heading: str = "###", limit: int = 15) -> str:

@@ -151,7 +151,7 @@ def test_the_site_labels_the_code_count():
 
     import vkbench.site
     text = (Path(vkbench.site.__file__).parent / "static" / "format.js").read_text()
-    assert 'label: "instructions/op (code, without libc string routines)"' in text
+    assert 'label: "instructions/op (callgrind: code without libc string routines; perf: total)"' in text
     assert "instructions_per_op_total:" in text
 
 
@@ -161,10 +161,10 @@ def test_the_schema_keeps_results_without_the_code_count_valid():
     json.dumps(old)
 
 
-def test_an_alert_says_the_instruction_count_is_the_code_count():
+def test_an_alert_says_what_the_instruction_count_counts_under_each_tool():
     from vkbench.alerts.summary import _metric_note
 
-    assert _metric_note("instructions_per_op") == " (code, without libc string routines)"
+    assert _metric_note("instructions_per_op") == " (callgrind: the code, without libc string routines; perf: the total)"
     assert _metric_note("rps") == "" and _metric_note("instructions_per_op_total") == ""
 
 

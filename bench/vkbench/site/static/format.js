@@ -12,7 +12,7 @@ export const METRIC_INFO = {
   // Counted, not timed (docs/instructions.md): nearly deterministic, so sub-percent steps show.
   // The code count: the total without libc's alignment-sensitive string routines (their counts
   // move with where malloc put the arguments), wherever the result has it.
-  instructions_per_op: { label: "instructions/op (code, without libc string routines)", unit: "instructions/op", better: "lower" },
+  instructions_per_op: { label: "instructions/op (callgrind: code without libc string routines; perf: total)", unit: "instructions/op", better: "lower" },
   instructions_per_op_total: { label: "instructions/op (total)", unit: "instructions/op", better: "lower" },
   bytes_per_key: { label: "Memory per key", unit: "bytes/key", better: "lower" },
 };
