@@ -50,7 +50,7 @@ def valkey(tmp_path, act_runner) -> dict:
     git(tree, "checkout", "-q", "-B", "unstable", base)
     template = (ah.REPO / "docs" / "templates" / "valkey-vkbench-counts.yml").read_text()
     zeros = "0" * 40
-    assert template.count("OWNER/vkbench") == 2 and template.count(zeros) == 2, "the template's pins moved"
+    assert "uses: OWNER/vkbench/" in template and template.count(zeros) == 2, "the template's pins moved"
     caller = template.replace("OWNER/vkbench", ah.OWNER_REPO).replace(zeros, act_runner.head_sha)
     pinned = f'      vkbench_ref: "{act_runner.head_sha}"\n'
     assert pinned in caller
