@@ -9,8 +9,8 @@ counted under real callgrind), the table in the job summary and the `vkbench-cou
 
 The pull request's head is tests/source_builds.commit_counted_cost on a README change (the same
 commits as tests/sourcebuild's counted_cost_repo, so their builds are shared): 33 instructions
-more per command in `vkbenchTestCost`, which the A/B must report as more instructions for SET
-and GET and name as the function that changed.
+more per command in `vkbenchTestCost`, which the A/B must report for SET and GET as the function
+that changed, with its cost per operation, and never as fewer instructions.
 
 The caller passes `requests: "2000"` (pr-counts.yml's input: 4 windows of 2,000 requests per
 command and server instead of 20,000): the smallest count that still resolves the cost.
@@ -107,8 +107,11 @@ def test_a_pull_request_gets_its_instruction_counts(act_runner, valkey, tmp_path
     result = caller.run("pull_request", "vkbench-counts.yml", opened_event(valkey), timeout=3600)
     print(f"pr-counts.yml under act: {result.seconds:.0f}s")
     assert result.returncode == 0, result.describe()
-    assert result.names() == {JOB: "success"}, result.describe()
-    steps = result.step_results(JOB)
+    # act names a called workflow's job after the caller's job and the called workflow: counts/pr-counts/...
+    assert [state for name, state in result.names().items() if name.endswith(JOB)] == ["success"], result.describe()
+    assert set(result.names().values()) == {"success"}, result.describe()
+    job = next(name for name in result.names() if name.endswith(JOB))
+    steps = result.step_results(job)
     assert {steps.get(s) for s in ("Set up vkbench, the build tools and valgrind", "Build both sides and count instructions",
                                    "Upload the table")} == {"success"}, steps
 
@@ -118,7 +121,7 @@ def test_a_pull_request_gets_its_instruction_counts(act_runner, valkey, tmp_path
     assert "**Memory per key**" in summary and "base bytes/key" in summary, summary
     assert "| SET |" in summary and "| GET |" in summary, summary
     assert COST_FUNCTION in summary, summary
-    assert "quiet runner" in summary and "run-benchmark" in summary, "the wall-clock note"
+    assert "quiet runner" in summary, "wall-clock numbers are not measured here"
 
     # The artifact the comment workflow posts: the same table, the report, the pull request counted.
     files = artifact_files(work / "artifacts")
@@ -130,13 +133,21 @@ def test_a_pull_request_gets_its_instruction_counts(act_runner, valkey, tmp_path
     counts = {row["command"]: row for row in report["counts"]}
     assert set(counts) == {"SET", "GET"}, report["counts"]
     for command, row in counts.items():
-        # The 33 instructions the head adds to every command, seen in the code's count, its
-        # function named, and reported as a change.
-        assert row["verdict"] == "more instructions", (command, row)
-        assert 25 <= row["delta_code"] <= 45, (command, row["delta_code"])
-        assert any(f["function"] == COST_FUNCTION and f["after"] > 0 for f in row["functions"]), row["functions"]
+        # The change: the function the head adds, with the instructions it costs per operation (33
+        # and a fraction: exact, its own count). Whether a row's verdict is "more instructions" or
+        # "inconclusive" depends on the spread between seeds, which 50 pipelining clients make
+        # timing-dependent (how many commands one read brings): 2,000-request windows reach the
+        # 0.5 % target for GET (+40 per op, MDE 0.50 %) but not always for SET (+20, MDE 0.7 %).
+        # Never a decrease, though.
+        cost = next((f for f in row["functions"] if f["function"] == COST_FUNCTION), None)
+        assert cost is not None and cost["before"] == 0 and 30 <= cost["delta"] <= 40, (command, row["functions"])
+        assert row["verdict"] == "more instructions" or row["verdict"].startswith("inconclusive"), (command, row["verdict"])
+        assert row["delta_code_high"] > 0, (command, row)
+        assert f"`{COST_FUNCTION}` +{cost['delta']:,.1f}" in summary, summary
     assert report["memory"] and all(m["metric"] == "bytes_per_key" and m["base"] > 0 for m in report["memory"])
     # The requests input reached the count: 4 windows of 2,000 requests per command and server.
     assert report["counts_method"]["window_requests"] == int(REQUESTS), report["counts_method"]
-    assert "more instructions" in files["ab.md"].decode()
+    table = files["ab.md"].decode()
+    assert table.startswith(summary.split("\n", 1)[0]), "the artifact's table is the summary's"
+    assert "`run-benchmark`" in table, "the comment says how to get the wall-clock A/B"
     assert ah.secret_leaks(result, [ah.FAKE_TOKEN]) == []
