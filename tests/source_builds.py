@@ -40,3 +40,35 @@ def commit_readme_note(work_tree: Path, note: str, message: str) -> str:
         handle.write(f"\n<!-- vkbench test: {note} -->\n")
     git(work_tree, "commit", "-q", "-am", message)
     return git(work_tree, "rev-parse", "HEAD")
+
+
+#: The counted cost: a function of its own (kept out of line, so callgrind names it and its self
+#: cost per operation is the injected cost, exactly), called once per command from call(): a
+#: volatile loop of COST_ITERATIONS turns, 33 instructions per command in this build (+0.5 % of a
+#: GET, +0.3 % of a SET at -c 1 -P 1).
+COST_FUNCTION = "vkbenchTestCost"
+COST_ITERATIONS = 4
+COST_CODE = (
+    "/* vkbench test: a small fixed cost for every command (an instruction-count A/B must see it). */\n"
+    "__attribute__((noinline)) void vkbenchTestCost(void) {\n"
+    f"    for (volatile int vkbench_turn = 0; vkbench_turn < {COST_ITERATIONS}; vkbench_turn++) {{\n"
+    "    }\n"
+    "}\n\n"
+)
+
+
+def add_counted_cost(server_c: str) -> str:
+    """server.c with ``vkbenchTestCost()`` defined before call() and called as its first statement."""
+    marker = "void call(client *c, int flags) {\n"
+    if marker not in server_c:
+        raise AssertionError("call() not found in src/server.c: pick another BASE_COMMIT")
+    return server_c.replace(marker, COST_CODE + marker + "    vkbenchTestCost();\n", 1)
+
+
+def commit_counted_cost(work_tree: Path) -> str:
+    """Commit :func:`add_counted_cost` in ``work_tree`` (a Valkey clone): the new commit's full SHA.
+    The same parent gives the same commit (fixed identity and date), so its build is shared."""
+    server_c = work_tree / "src" / "server.c"
+    server_c.write_text(add_counted_cost(server_c.read_text()))
+    git(work_tree, "commit", "-q", "-am", "cost: a few instructions more for every command in call()")
+    return git(work_tree, "rev-parse", "HEAD")

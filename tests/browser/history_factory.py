@@ -201,6 +201,59 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
     return facts
 
 
+#: The counted history (write_counted_history): the instruction-count method changes on this night,
+#: and the code count drops by 2.8 % with it (another method, not a faster server).
+METHOD_SWITCH_AT = 12
+OLD_METHOD, NEW_METHOD = "callgrind-abc", "callgrind-def"
+
+
+def write_counted_history(root: Path, *, runs: int = 20) -> dict:
+    """A history of one counted series (cloud-x86, unstable, SET) whose instruction-count method
+    changes at METHOD_SWITCH_AT, recorded as detection records it: a segment with the new method
+    id, no change point. Returns {"sid", "points", "detect"}."""
+    root = Path(root)
+    (root / "fingerprints").mkdir(parents=True, exist_ok=True)
+    (root / "format.json").write_text(canonical({"history_version": 1}) + "\n")
+    (root / "fingerprints" / "fp-x86.json").write_text(json.dumps(environments()["fp-x86"], indent=1))
+    dims = dims_for("cloud-x86", "unstable", 1, "SET")
+    sid = sid_of(dims)
+    rng = random.Random(3)
+    points = []
+    for k in range(runs):
+        ts = START + timedelta(days=k)
+        new = k >= METHOD_SWITCH_AT
+        code = 2010.0 * (0.972 if new else 1.0) * (1 + rng.gauss(0, 0.0001))
+        count = lambda v: {"median": round(v, 2), "ci_low": round(v * 0.9999, 2), "ci_high": round(v * 1.0001, 2), "cv": 0.0001, "n": 3}  # noqa: E731
+        points.append({
+            "run_id": f"run-{k:03d}-counts", "cell_id": f"cell-{sid[:8]}", "timestamp": iso(ts), "version": "unstable",
+            "server_version": "255.255.255", "commit": commit_of("unstable", k), "build_id": "sha256:" + commit_of("build", k),
+            "fingerprint_id": "fp-x86", "valid": True, "flags": [], "workflow_run_url": RUN_URL.format(7000 + k),
+            "metrics": {"rps": _stat(150_000, 0.01, rng), "p50": _stat(0.3, 0.02, rng),
+                        "instructions_per_op": count(code), "instructions_per_op_total": count(code * 1.4),
+                        "bytes_per_key": count(88.0)},
+            "instructions_method": NEW_METHOD if new else OLD_METHOD,
+        })
+    shard_dir = root / "series" / sid[:2] / sid
+    shard_dir.mkdir(parents=True, exist_ok=True)
+    by_month: dict[str, list[str]] = {}
+    for p in points:
+        by_month.setdefault(p["timestamp"][:7], []).append(json.dumps(p))
+    for month, lines in by_month.items():
+        (shard_dir / f"{month}.jsonl").write_text("\n".join(lines) + "\n")
+    last = points[-1]
+    index = {"history_version": 1, "updated": last["timestamp"], "runs": runs, "series": {sid: {
+        "dims": dims, "arch": "x86_64", "shards": sorted(by_month), "points": runs, "first": points[0]["timestamp"],
+        "last": last["timestamp"], "last_point": {"rps": last["metrics"]["rps"]["median"], "p50": last["metrics"]["p50"]["median"],
+                                                  "valid": True, "run_id": last["run_id"]}}}}
+    (root / "index.json").write_text(json.dumps(index, indent=1))
+    detect = {"generated": iso(START + timedelta(days=runs)), "parameters": {"method": "test"}, "change_points": [], "incidents": [],
+              "segments": {sid: [{"start_index": 0, "fingerprint_id": "fp-x86", "instructions_method": OLD_METHOD},
+                                 {"start_index": METHOD_SWITCH_AT, "fingerprint_id": "fp-x86", "instructions_method": NEW_METHOD}]},
+              "noise": {sid: {"instructions_per_op": {"cv": 0.0001}}}}
+    (root / "detect.json").write_text(json.dumps(detect, indent=1))
+    return {"sid": sid, "points": points, "detect": detect}
+
+
 if __name__ == "__main__":  # python tests/browser/history_factory.py DIR
     import sys
 

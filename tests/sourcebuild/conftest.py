@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from source_builds import BASE_COMMIT, BUILD_ENV, commit_readme_note, git  # tests/ is on sys.path
+from source_builds import (BASE_COMMIT, BUILD_ENV, COST_FUNCTION, commit_counted_cost,  # tests/ is on sys.path
+                           commit_readme_note, git)
 from vkbench.servers import source_build
 
 __all__ = ["BASE_COMMIT", "git"]
@@ -90,29 +91,6 @@ def slowdown_repo(tmp_path_factory: pytest.TempPathFactory, valkey_url: str) -> 
     return SlowdownRepo(root, f"file://{root}", good, neutral, culprit, bad, SLOW_FUNCTION, "src/server.c")
 
 
-#: The counted cost: a function of its own (kept out of line, so callgrind names it and its self
-#: cost per operation is the injected cost, exactly), called once per command from call(): a
-#: volatile loop of COST_ITERATIONS turns, 33 instructions per command in this build (+0.5 % of a
-#: GET, +0.3 % of a SET at -c 1 -P 1).
-COST_FUNCTION = "vkbenchTestCost"
-COST_ITERATIONS = 4
-COST_CODE = (
-    "/* vkbench test: a small fixed cost for every command (an instruction-count A/B must see it). */\n"
-    "__attribute__((noinline)) void vkbenchTestCost(void) {\n"
-    f"    for (volatile int vkbench_turn = 0; vkbench_turn < {COST_ITERATIONS}; vkbench_turn++) {{\n"
-    "    }\n"
-    "}\n\n"
-)
-
-
-def add_counted_cost(server_c: str) -> str:
-    """server.c with ``vkbenchTestCost()`` defined before call() and called as its first statement."""
-    marker = "void call(client *c, int flags) {\n"
-    if marker not in server_c:
-        raise AssertionError("call() not found in src/server.c: pick another BASE_COMMIT")
-    return server_c.replace(marker, COST_CODE + marker + "    vkbenchTestCost();\n", 1)
-
-
 @pytest.fixture(scope="session")
 def counted_cost_repo(tmp_path_factory: pytest.TempPathFactory, valkey_url: str) -> SlowdownRepo:
     """Like ``slowdown_repo``, with a cost of a few tens of instructions per command (about 0.3%
@@ -123,9 +101,6 @@ def counted_cost_repo(tmp_path_factory: pytest.TempPathFactory, valkey_url: str)
     good = git(root, "rev-parse", f"{BASE_COMMIT}^{{commit}}")
     git(root, "checkout", "-q", "-b", "counted", good)
     neutral = commit_readme_note(root, "a neutral change (counted)", "neutral: a README comment")
-    server_c = root / "src" / "server.c"
-    server_c.write_text(add_counted_cost(server_c.read_text()))
-    git(root, "commit", "-q", "-am", "cost: a few instructions more for every command in call()")
-    culprit = git(root, "rev-parse", "HEAD")
+    culprit = commit_counted_cost(root)
     bad = commit_readme_note(root, "another neutral change (counted)", "neutral: another README comment")
     return SlowdownRepo(root, f"file://{root}", good, neutral, culprit, bad, COST_FUNCTION, "src/server.c")

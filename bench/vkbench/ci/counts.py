@@ -9,6 +9,8 @@ only on the hosted runner GitHub gives this job.
   VKBENCH_AB_PR          the pull request number
   VKBENCH_AB_HEAD        its head commit (full SHA): refused if the pull request moved since
   VKBENCH_AB_DIR         where ab.md, ab.json, pr-number and pr-head go (default vkbench-ab)
+  VKBENCH_AB_REQUESTS    requests per count window (empty: the ab preset's, capped at 20,000 a
+                         window); 100 to 10,000,000
 
 Counting pins the server's hash seed with a bind mount in its own mount namespace (unshare -m):
 root. Not root, the step runs itself again under password-less ``sudo -n`` (the hosted runner's
@@ -30,6 +32,10 @@ from .invoke import vkbench
 from .trust import is_full_sha, is_repository_url
 
 _PR = re.compile(r"[0-9]{1,9}", re.ASCII)
+_REQUESTS = re.compile(r"[0-9]{3,8}", re.ASCII)
+#: Fewer requests than this and a window is mostly the connection's own setup; more than this is
+#: never needed (a window counts at most ab_counts.WINDOW_REQUESTS of them).
+MIN_REQUESTS, MAX_REQUESTS = 100, 10_000_000
 WALL_CLOCK_NOTE = ("Wall-clock numbers (rps, latency) need a quiet runner: a maintainer can add the label "
                    "`run-benchmark` for the wall-clock A/B on a self-hosted machine.")
 
@@ -44,9 +50,13 @@ def counts_argv(env: Mapping[str, str]) -> list[str]:
             raise InvalidInput(name, f"{name} must be a full commit SHA", title="instruction A/B")
     if not _PR.fullmatch(env.get("VKBENCH_AB_PR", "")):
         raise InvalidInput("pr", "VKBENCH_AB_PR must be a pull request number", title="instruction A/B")
+    requests = env.get("VKBENCH_AB_REQUESTS", "")
+    if requests and not (_REQUESTS.fullmatch(requests) and MIN_REQUESTS <= int(requests) <= MAX_REQUESTS):
+        raise InvalidInput("requests", f"VKBENCH_AB_REQUESTS must be a number of requests from {MIN_REQUESTS} to "
+                           f"{MAX_REQUESTS:,}, or empty (the preset's)", title="instruction A/B")
     return ["ab", "--repo", repo, "--base", env["VKBENCH_AB_BASE"], "--pr", env["VKBENCH_AB_PR"],
             "--pr-head", env["VKBENCH_AB_HEAD"], "--instrument", "instructions", "--machine-class", "github-hosted",
-            "--out", env.get("VKBENCH_AB_DIR") or "vkbench-ab"]
+            *(["--requests", requests] if requests else []), "--out", env.get("VKBENCH_AB_DIR") or "vkbench-ab"]
 
 
 def _hand_back(out: Path, env: Mapping[str, str]) -> None:

@@ -11,7 +11,9 @@
      "m": {"rps": {"med": [...], "lo": [...], "hi": [...]}, "p50": {...}},   (+ instructions_per_op, bytes_per_key)
      "more": ["avg", "p99", ...]  (metrics kept in the latency file),
      "noise": {"rps": 0.03}, "cp": [{"metric", "i", "dir", "mag", "incident"}],
-     "notes": [{"i", "text"}], "seg": [0, 30]}
+     "notes": [{"i", "text"}], "seg": [0, 30],
+     "bounds": [{"i": 30, "cut": 1, "kind": "method", "text": "method changed: callgrind-abc → callgrind-def"}],
+     "im": [method code], "methods": ["callgrind-abc", ...]   (only when some point has a count)}
 
 ``data/series/<sid>.latency.json``: ``{"m": {...}}`` with the other latency metrics (avg, min,
 p95, p99, p999, max), loaded only when the explorer shows one of them: most views need rps
@@ -21,6 +23,13 @@ and p50 only, and the metric columns are most of a series' bytes.
 point's commit links to, as the commit-URL prefix of the repository it was built from (GitHub or
 GitLab), ``""`` for a repository without commit pages (a file:// mirror: plain text), ``null`` for
 a point that names none (a release: the engine's own repository, ``commit_repos`` in index.json).
+
+``seg``: where each segment starts (detection's segments: a new environment fingerprint, a new
+instruction-count method, a reset-baseline annotation); the noise band's regimes split there.
+``bounds``: every boundary after the first point, with what changed (:func:`segment_bounds`).
+``cut`` says the points on either side were measured differently (another environment or
+method) and are not comparable: the chart breaks its line there. A reset-baseline boundary
+(same environment and method) keeps the line and only carries its marker.
 
 Columns are parallel arrays in (timestamp, run_id) order; uPlot draws straight from them.
 Commits are cut to 12 hex digits (unique in any real repository; GitHub resolves them in
@@ -151,9 +160,11 @@ class Columns:
         self.v: list[int] = []
         self.fp: list[int] = []
         self.r: list[int] = []
+        self.im: list[int] = []  # instruction-count method (code; "" = no count)
         self.urls: list[str] = []
         self.flagsets, self.commits, self.versions, self.fps = Dictionary(), Dictionary(), Dictionary(), Dictionary()
         self.repos = Dictionary()  # commit-link prefixes (see repository_link_prefix)
+        self.methods = Dictionary()
         self.cols: dict[str, dict[str, list]] = {}
         self.cv_tail: dict[str, list] = {}
         self.run_ids: dict[str, int] | None = {}  # run_id -> first index; None when unknown (from files)
@@ -179,6 +190,7 @@ class Columns:
             self.v.append(self.versions.code(point.get("server_version") or point.get("version") or ""))
             self.fp.append(self.fps.code(point.get("fingerprint_id") or ""))
             self.r.append(self.repos.code(repository_link_prefix(point.get("repository"))))
+            self.im.append(self.methods.code(point.get("instructions_method") or ""))
             self.urls.append(point.get("workflow_run_url") or "")
             stats = point.get("metrics") or {}
             for m in present:
@@ -205,9 +217,11 @@ class Columns:
         self.ok, self.fl, self.c, self.v, self.fp = main["ok"], main["fl"], main["c"], main["v"], main["fp"]
         # A file without repositories is one whose points all name none (code 0 -> null).
         self.r = main.get("r") or [0] * self.n
+        self.im = main.get("im") or [0] * self.n   # a file without methods: no point has a count
         for dictionary, values in ((self.flagsets, main["flags"]), (self.commits, main["commits"]),
                                    (self.versions, main["versions"]), (self.fps, [f["id"] for f in main["fps"]]),
-                                   (self.repos, main.get("repos") or [None])):
+                                   (self.repos, main.get("repos") or [None]),
+                                   (self.methods, main.get("methods") or [""])):
             for value in values:
                 dictionary.code(value)
         prefix = main["run_prefix"]
@@ -217,6 +231,47 @@ class Columns:
         self.cols = {m: metrics[m] for m in METRICS if m in metrics}
         self.cv_tail = {m: list(cv_tail.get(m) or []) for m in self.cols}
         return self
+
+
+def _env_change(old_id: str, new_id: str, env_of) -> str:
+    """What changed between two environment fingerprints, field by field where both are known
+    (``kernel 6.6.31 → 6.6.51``), else the fingerprint ids."""
+    old = env_of(old_id) if old_id else None
+    new = env_of(new_id) if new_id else None
+    if old and new:
+        old, new = old.get("environment", old), new.get("environment", new)
+        changed = [f"{k} {old.get(k) if old.get(k) not in (None, '') else '?'} → {new.get(k) if new.get(k) not in (None, '') else '?'}"
+                   for k in _ENV_DETAIL_FIELDS if old.get(k) != new.get(k)]
+        if changed:
+            return "environment changed: " + ", ".join(changed)
+    return f"environment changed: {old_id[:12] or 'unknown'} → {new_id[:12] or 'unknown'}"
+
+
+def segment_bounds(cols: Columns, seg_starts: list[int], env_of) -> list[dict]:
+    """Every segment boundary after the first point, with what changed from the point before.
+
+    ``{"i", "cut", "kind", "text"}``: ``kind`` ``env`` (another fingerprint), ``method`` (another
+    instruction-count method; both together are ``env``, the larger change) or ``reset`` (a
+    reset-baseline annotation, nothing measured differently). ``cut`` 1 when the points on
+    either side are not comparable, so the chart must not join them; 0 for a reset."""
+    out = []
+    fps, methods = cols.fps.values, cols.methods.values
+    for i in seg_starts:
+        if not 0 < i < cols.n:
+            continue
+        old_fp, new_fp = fps[cols.fp[i - 1]], fps[cols.fp[i]]
+        old_m, new_m = methods[cols.im[i - 1]], methods[cols.im[i]]
+        what = []
+        if old_fp != new_fp:
+            what.append(_env_change(old_fp, new_fp, env_of))
+        if old_m != new_m:
+            what.append(f"method changed: {old_m or 'none'} → {new_m or 'none'}")
+        if what:
+            kind = "env" if old_fp != new_fp else "method"
+            out.append({"i": i, "cut": 1, "kind": kind, "text": "; ".join(what)})
+        else:
+            out.append({"i": i, "cut": 0, "kind": "reset", "text": "baseline reset (annotation): same environment and method"})
+    return out
 
 
 def assemble_series(sid: str, cols: Columns, sdetect: dict, noise_of: dict, seg_of: list, env_of,
@@ -266,9 +321,10 @@ def assemble_series(sid: str, cols: Columns, sdetect: dict, noise_of: dict, seg_
                 notes.append({"i": i, "text": _annotation_text(incident.get("annotation")), "incident": incident.get("id")})
 
     seg_starts = [s.get("start_index") for s in seg_of or []]
-    if not seg_starts:  # derive fingerprint segments when detect has not run
-        fp = cols.fp
-        seg_starts = [i for i in range(n) if i == 0 or fp[i] != fp[i - 1]]
+    seg_starts = sorted({s for s in seg_starts if isinstance(s, int) and 0 <= s < n})
+    if not seg_starts:  # derive the segments as detection would (segment_key) when it has not run
+        fp, im = cols.fp, cols.im
+        seg_starts = [i for i in range(n) if i == 0 or fp[i] != fp[i - 1] or im[i] != im[i - 1]]
 
     urls = cols.urls
     prefix = common_prefix(urls)
@@ -302,7 +358,9 @@ def assemble_series(sid: str, cols: Columns, sdetect: dict, noise_of: dict, seg_
         "noise": noise,
         "cp": change_points,
         "notes": notes,
-        "seg": [s for s in seg_starts if isinstance(s, int)],
+        "seg": seg_starts,
+        "bounds": segment_bounds(cols, seg_starts, env_of),
+        **({"im": cols.im, "methods": cols.methods.values} if any(cols.methods.values) else {}),
     }
     latency = {"id": sid, "m": {m: cols.cols[m] for m in main["more"]}}
     return main, latency, refs_ok

@@ -218,12 +218,22 @@ def test_counts_runs_the_instruction_ab_of_the_pinned_head(step):
     argv = json.loads(text)
     assert argv[0] == "ab" and argv[argv.index("--pr-head") + 1] == "b" * 40
     assert argv[argv.index("--instrument") + 1] == "instructions" and argv[argv.index("--machine-class") + 1] == "github-hosted"
+    assert "--requests" not in argv, "no requests input: the preset's count"
+
+
+def test_counts_passes_the_requests_input(step):
+    code, text = step("counts", "--print-argv", **{**_COUNTS, "VKBENCH_AB_REQUESTS": "2000"})
+    assert code == 0, text
+    argv = json.loads(text)
+    assert argv[argv.index("--requests") + 1] == "2000"
 
 
 @pytest.mark.parametrize("bad", [{"VKBENCH_AB_REPOSITORY": "https://gitlab.com/g/valkey"},
                                  {"VKBENCH_AB_REPOSITORY": "https://github.com/a/b/c"}, {"VKBENCH_AB_REPOSITORY": "file:///etc"},
                                  {"VKBENCH_AB_BASE": "unstable"}, {"VKBENCH_AB_HEAD": "--upload-pack=x"},
-                                 {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_PR": ""}])
+                                 {"VKBENCH_AB_PR": "1; id"}, {"VKBENCH_AB_PR": ""},
+                                 {"VKBENCH_AB_REQUESTS": "2000; id"}, {"VKBENCH_AB_REQUESTS": "99"},
+                                 {"VKBENCH_AB_REQUESTS": "99999999"}, {"VKBENCH_AB_REQUESTS": "-5"}])
 def test_counts_refuses_hostile_inputs_without_echoing_them(step, bad):
     code, text = step("counts", "--print-argv", **{**_COUNTS, **bad})
     value = next(iter(bad.values()))

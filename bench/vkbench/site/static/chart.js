@@ -1,6 +1,7 @@
 // The trend chart: uPlot (canvas, fast with long series) plus what a reader of benchmark
 // trends needs on top: a tooltip with the interval, commit, environment and validity; change
-// points, annotations and environment changes as vertical markers; the noise band; reference
+// points, annotations and environment changes as vertical markers; the line broken where the
+// measuring environment or method changed (points on either side are not comparable); the noise band; reference
 // figures as dashed lines; zoom (drag), pan (shift+drag, buttons, keys) and click-through.
 import { pointInfo } from "./data.js";
 import { fmtAxis, fmtDate, fmtDateTime, fmtPct, fmtWithUnit, METRIC_INFO, shortSha } from "./format.js";
@@ -49,9 +50,30 @@ function align(lines, metric, xMode) {
     }
     l.idx = idx;
     l.pos = pos;
+    l.breaks = breaksOf(l, y);
     return y;
   });
   return { ts, xs, ys };
+}
+
+/**
+ * Where a line must not be drawn: at every segment boundary whose points are not comparable
+ * (another environment fingerprint or instruction-count method: the series file's `bounds`
+ * with `cut`). Each break is the pair of chart positions it lies between: the last drawn point
+ * before the boundary and the first one from it on (invalid and missing points are not drawn,
+ * so the line would otherwise join across them).
+ */
+function breaksOf(line, y) {
+  const s = line.series, out = [];
+  for (const b of s.bounds || []) {
+    if (!b.cut || b.i <= 0 || b.i >= s.n) continue;
+    const at = line.pos[b.i];
+    let a = at - 1, c = at;
+    while (a >= 0 && y[a] == null) a--;
+    while (c < y.length && y[c] == null) c++;
+    if (a >= 0 && c < y.length) out.push({ i: b.i, a, b: c, text: b.text });
+  }
+  return out;
 }
 
 function median(values) {
@@ -286,7 +308,13 @@ export function createTrendChart(container, opts) {
       },
       { values: (u, splits) => splits.map((v) => fmtAxis(v, metric)), size: 56, label: compact ? null : `${info.label} (${info.unit})`, labelSize: 20 },
     ],
-    series: [{}, ...lines.map((l) => ({ label: l.label, stroke: l.color, dash: l.dash, width: 1.75, spanGaps: true, points: { size: 5 } }))],
+    // Missing and invalid points are spanned (the line goes on across them); the only gaps are
+    // the breaks at incomparable segment boundaries, in canvas pixels as uPlot clips them.
+    series: [{}, ...lines.map((l) => ({
+      label: l.label, stroke: l.color, dash: l.dash, width: 1.75, spanGaps: false, points: { size: 5 },
+      gaps: (u) => l.breaks.map((g) => [Math.round(u.valToPos(xs[g.a], "x", true)), Math.round(u.valToPos(xs[g.b], "x", true))])
+        .filter((g) => g[1] > g[0]),
+    }))],
     cursor: {
       drag: { x: true, y: false, setScale: true },
       focus: { prox: 24 },
@@ -316,6 +344,7 @@ export function createTrendChart(container, opts) {
 
   const uplot = new uPlot(options, [xs, ...ys], plot);
   uplot._metric = metric;
+  wrap._uplot = uplot; // for the browser tests: the drawn paths and their gaps
 
   // Markers: change points (this metric), annotations, environment changes.
   lines.forEach((l) => {
@@ -332,10 +361,13 @@ export function createTrendChart(container, opts) {
         info0.commitUrl || info0.runUrl);
     }
     for (const n of s.notes || []) addMarker(xs[l.pos[n.i]], "note", "✎", `Annotation: ${n.text}`, null);
-    for (const i of s.seg) {
-      if (i <= 0 || i >= s.n) continue;
-      const env = s.fps[s.fp[i]];
-      addMarker(xs[l.pos[i]], "env", "env", `Environment changed in ${l.label} at ${fmtDate(s.t[i])}: ${env?.label || ""}`, null);
+    // Segment boundaries: what changed (environment, method; a baseline reset), in words.
+    for (const b of s.bounds || []) {
+      if (b.i <= 0 || b.i >= s.n) continue;
+      const label = { env: "env", method: "method", reset: "reset" }[b.kind] || "env";
+      const kind = b.kind === "reset" ? "reset" : "env";
+      const broken = b.cut ? " (the line breaks here: the points before and after are not comparable)" : "";
+      addMarker(xs[l.pos[b.i]], kind, label, `${b.text[0].toUpperCase()}${b.text.slice(1)} in ${l.label} at ${fmtDate(s.t[b.i])}${broken}`, null);
     }
   });
   // One marker per kind and position is enough when several series share it.
