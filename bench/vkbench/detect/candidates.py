@@ -34,6 +34,24 @@ class Candidate:
         return asdict(self)
 
 
+def runs_read(params: DetectionParams) -> int:
+    """The most valid runs of the last segment :func:`find_candidate` looks at: the ``window``
+    before the newest runs, and those (fewer than ``min_after``)."""
+    return params.window + max(params.min_after, 2) - 1
+
+
+def tail_decides(values: Sequence[float | None], *, valid: Sequence[bool] | None, fingerprints: Sequence[str | None] | None,
+                 accepted: Sequence[int], params: DetectionParams) -> bool:
+    """Whether the end of a series (``values`` and the rest: its last points, not its start)
+    gives :func:`find_candidate` what the whole series would: its last segment starts inside
+    it, or holds every run the rule looks at."""
+    start, end = segment_bounds(len(values), fingerprints, accepted)[-1]
+    if start > 0:
+        return True
+    usable = sum(1 for i in range(start, end) if values[i] is not None and values[i] > 0 and (valid is None or valid[i]))
+    return usable >= runs_read(params)
+
+
 def find_candidate(
     values: Sequence[float | None],
     *,

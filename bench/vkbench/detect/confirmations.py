@@ -37,7 +37,7 @@ from ..paths import CONFIRM_ID
 from ..history.schemas import check, shown, shown_key
 from ..history.store import HistoryStore
 from ..results.aggregate import command_series
-from .candidates import find_candidate
+from .candidates import Candidate, find_candidate, runs_read, tail_decides
 from .params import DetectionParams
 
 CONFIRMATIONS = "confirmations.json"
@@ -73,21 +73,10 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
         dims = index[sid]["dims"]
         if not is_source_version(str(dims.get("engine")), str(dims.get("version"))):
             continue          # a release: nothing to rebuild at another commit
-        points = store.read_series(sid, index[sid])    # (not index.json read again for each series)
-        if len(points) < params.min_before + 1:
-            continue
-        valid = [bool(p.get("valid", True)) for p in points]
-        fps = [segment_key(p) for p in points]
-        for metric in params.metrics:
-            values = [(p.get("metrics", {}).get(metric) or {}).get("median") for p in points]
-            if not any(values):
-                continue
-            cand = find_candidate(values, valid=valid, fingerprints=fps, bigger_is_better=bigger_is_better(metric),
-                                  params=params.for_metric(metric), accepted=accepted.get((sid, metric), []))
-            if cand is None:
-                continue
+        found = _tail_candidates(store, sid, index[sid], params, accepted)
+        for metric, cand, points in found:
             bad = points[cand.index]
-            good = next((points[i] for i in range(cand.index - 1, -1, -1) if valid[i]), None)
+            good = next((points[i] for i in range(cand.index - 1, -1, -1) if points[i].get("valid", True)), None)
             if good is None or not good.get("commit") or not bad.get("commit") or good["commit"] == bad["commit"]:
                 continue
             if not (good.get("repository") and bad.get("repository")):
@@ -107,6 +96,44 @@ def confirmation_requests(store: HistoryStore, change_points: list[dict], params
     for entry in requests.values():
         entry["instrument"] = instrument_for(entry)
     return sorted(requests.values(), key=lambda r: r["id"])
+
+
+#: Points read from the end of each series: every rule's window several times over (a nightly
+#: series is read ~4 months back, not ten years: issue 23, 13-17 s of a publish at ten years).
+CANDIDATE_TAIL = 120
+
+
+def _tail_candidates(store: HistoryStore, sid: str, entry: dict, params: DetectionParams,
+                     accepted: dict[tuple[str, str], list[int]]) -> list[tuple[str, Candidate, list[dict]]]:
+    """``(metric, candidate, points)`` of each metric of the series with a candidate, decided on
+    the series' newest points; the whole series is read when they do not decide
+    (:func:`tail_decides`: invalid runs, a short last segment), so the answer is the one the
+    whole series gives (tests/unit/detect/test_confirmation_tail.py)."""
+    offset, points = store.read_series_tail(sid, entry, max(CANDIDATE_TAIL, 4 * runs_read(params)))
+    while True:
+        if len(points) < params.min_before + 1:
+            return []
+        valid = [bool(p.get("valid", True)) for p in points]
+        fps = [segment_key(p) for p in points]
+        found: list[tuple[str, Candidate, list[dict]]] = []
+        for metric in params.metrics:
+            values = [(p.get("metrics", {}).get(metric) or {}).get("median") for p in points]
+            if not any(values):
+                continue
+            mparams = params.for_metric(metric)
+            # change point indices are the whole series'; the tail's start is ``offset``
+            marks = [i - offset for i in accepted.get((sid, metric), []) if i >= offset]
+            if offset and not tail_decides(values, valid=valid, fingerprints=fps, accepted=marks, params=mparams):
+                break
+            cand = find_candidate(values, valid=valid, fingerprints=fps, bigger_is_better=bigger_is_better(metric),
+                                  params=mparams, accepted=marks)
+            if cand is not None:
+                if offset and not any(valid[:cand.index]):
+                    break       # its last good run is further back than the tail
+                found.append((metric, cand, points))
+        else:
+            return found
+        offset, points = 0, store.read_series(sid, entry)
 
 
 def _has_rps(entry: dict) -> bool:

@@ -462,6 +462,32 @@ class HistoryStore:
             return list(points)
         return points
 
+    def read_series_tail(self, sid: str, entry: dict, at_least: int) -> tuple[int, list[dict]]:
+        """``(offset, points)``: the newest points of the series, at least ``at_least`` of them
+        (whole month shards, newest first, as many as it takes), sorted, and ``offset``, the
+        index of the first of them in :meth:`read_series`'s list (the line counts index.json
+        records of the shards before them). A series whose index has no line counts (version 1)
+        is read whole. Shards are partitioned by month, so the tail is the end of the whole list.
+        Every shard is still checked against the index by size; the tail's by sha256 and lines."""
+        digests = entry.get("shard_digests") or {}
+        months = sorted(entry.get("shards") or [])
+        if not months or any(not isinstance((digests.get(m) or {}).get("lines"), int) for m in months):
+            return 0, self.read_series(sid, entry)
+        self.check_series_files(sid, entry)
+        count, first = 0, len(months)
+        while first > 0 and count < at_least:
+            first -= 1
+            count += digests[months[first]]["lines"]
+        if first == 0:
+            return 0, self.read_series(sid, entry)
+        checked = self.lines_checked_months(sid, entry)
+        points: list[dict] = []
+        with _collector_paused():
+            for month in months[first:]:
+                points.extend(self._parsed_shard(sid, month, entry, lines_checked=month in checked)[1])
+        points.sort(key=sort_key)
+        return sum(digests[m]["lines"] for m in months[:first]), points
+
     def _missing(self, sid: str, month: str) -> ResultFileError:
         """A listed shard that is not there; when it is there under the other layout's name, a
         layout migration was interrupted: say how to finish it."""
