@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ResultFileError
@@ -36,6 +37,15 @@ MAX_LEDGER_BYTES = 32 * 1024 * 1024
 LEDGER_NAME = "checked.json"
 _HINT = (f"delete history/{LEDGER_NAME}: it is a cache of the line check; the next ingest checks every line "
          "again and writes it anew")
+
+
+@lru_cache(maxsize=1)
+def checks_code() -> str:
+    """The line checks' own code (vkbench/results/checks.py, shipped in the wheel): a ledger
+    written under other checks vouches for nothing, so stricter checks see every line again."""
+    from ..results import checks
+
+    return hashlib.sha256(Path(checks.__file__).read_bytes()).hexdigest()
 
 
 def closed_shards_digest(entry: dict) -> str | None:
@@ -77,12 +87,15 @@ def read_ledger(history: Path) -> dict[str, str]:
         raise ResultFileError(f"{path}: ledger format {version} is newer than this vkbench understands ({LEDGER_FORMAT})",
                               hint="upgrade vkbench (pip install -U vkbench, or pull the repository)")
     schemas.check(data, "checked-v1", path, _HINT)
+    if data["checks"] != checks_code():
+        return {}               # checked by other line checks: every line is checked again
     return dict(data["closed_shards"])
 
 
-def write_ledger(history: Path, index: dict, old: dict[str, str]) -> bool:
+def write_ledger(history: Path, index: dict, old: dict[str, str] | None) -> bool:
     """Record the closed-shard digest of every series of ``index`` (the caller has line-checked
-    every shard it lists); written atomically and only when it changes. Returns whether it did."""
+    every shard it lists, with these line checks); written atomically and only when it changes
+    (``old``: what :func:`read_ledger` returned, None to write regardless). Returns whether it did."""
     ledger = {}
     for sid, entry in sorted(index["series"].items()):
         digest = closed_shards_digest(entry)
@@ -90,7 +103,7 @@ def write_ledger(history: Path, index: dict, old: dict[str, str]) -> bool:
             ledger[sid] = digest
     if ledger == old:
         return False
-    write_json(history / LEDGER_NAME, {"format": LEDGER_FORMAT, "closed_shards": ledger}, indent=1)
+    write_json(history / LEDGER_NAME, {"format": LEDGER_FORMAT, "checks": checks_code(), "closed_shards": ledger}, indent=1)
     return True
 
 

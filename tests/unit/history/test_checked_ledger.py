@@ -12,7 +12,7 @@ from factory import make_result, write_result
 
 from vkbench.errors import ResultFileError
 from vkbench.history import store as store_module
-from vkbench.history.checked import LEDGER_NAME, MAX_LEDGER_BYTES, closed_shards_digest, read_ledger
+from vkbench.history.checked import LEDGER_NAME, MAX_LEDGER_BYTES, checks_code, closed_shards_digest, read_ledger
 from vkbench.history.ingest import ingest
 from vkbench.history.store import HistoryStore, shard_digest
 
@@ -90,6 +90,25 @@ def test_without_the_ledger_every_line_is_checked_and_the_next_ingest_writes_it(
     assert set(read_ledger(store.path)) == set(reader.series_ids())
 
 
+def test_a_ledger_of_other_line_checks_vouches_for_nothing(tmp_path, line_checks):
+    store = _history(tmp_path)
+    path = store.path / LEDGER_NAME
+    doc = json.loads(path.read_text())
+    assert doc["checks"] == checks_code()
+    doc["checks"] = "0" * 64            # written by a vkbench whose checks were laxer
+    path.write_text(json.dumps(doc))
+    assert read_ledger(store.path) == {}
+    line_checks.clear()
+    store_module._CHECKED_SHARDS.clear()
+    reader = HistoryStore(store.path)
+    reader.read_series(reader.series_ids()[0])
+    assert {source.rsplit("/", 1)[-1].split(".")[0] for source in line_checks} == set(MONTHS)
+    res = tmp_path / "again"
+    write_result(res, make_result(run_id="again", timestamp=f"{MONTHS[-1]}-20T02:00:00Z"))
+    ingest(HistoryStore(store.path), [res])           # re-checked under these checks, recorded again
+    assert json.loads(path.read_text())["checks"] == checks_code() and read_ledger(store.path)
+
+
 @pytest.mark.parametrize("edit", ["string-metric", "javascript-url", "binary"])
 def test_an_edited_closed_shard_is_line_checked_again_even_with_a_fixed_index(tmp_path, edit):
     store = _history(tmp_path)
@@ -147,9 +166,10 @@ def test_a_nightly_ingest_into_the_newest_month_leaves_the_ledger_alone(tmp_path
 @pytest.mark.parametrize("content, needle", [
     (b"{not json", "corrupt JSON"),
     (b"[]", "top level is not an object"),
-    (json.dumps({"format": 2, "closed_shards": {}}).encode(), "ledger format 2 is newer"),
-    (json.dumps({"format": 1, "closed_shards": {"abc": "not-hex"}}).encode(), "closed_shards/abc"),
-    (json.dumps({"format": 1}).encode(), "closed_shards"),
+    (json.dumps({"format": 2, "checks": "0" * 64, "closed_shards": {}}).encode(), "ledger format 2 is newer"),
+    (json.dumps({"format": 1, "checks": "0" * 64, "closed_shards": {"abc": "not-hex"}}).encode(), "closed_shards/abc"),
+    (json.dumps({"format": 1, "checks": "0" * 64}).encode(), "closed_shards"),
+    (json.dumps({"format": 1, "closed_shards": {}}).encode(), "checks"),
 ])
 def test_a_damaged_or_newer_ledger_is_an_error_naming_it(tmp_path, content, needle):
     store = _history(tmp_path, months=MONTHS[:2], nights=1)
