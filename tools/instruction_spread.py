@@ -39,6 +39,8 @@ def main() -> None:
     ap.add_argument("--pipeline", type=int, default=1)
     ap.add_argument("--keyspace", type=int, default=10000)
     ap.add_argument("--no-scalar-strings", action="store_true", help="leave libc's AVX2/SSE4 string routines on")
+    ap.add_argument("--keep-slowlog", action="store_true",
+                    help="leave the server's slow log on (the method before issue 19's drift fix)")
     ap.add_argument("--keep-dumps", type=Path, default=None, metavar="DIR",
                     help="keep every window's callgrind dump, gzipped, in DIR/server-<i>/ (for tools/instruction_diff.py)")
     ap.add_argument("--json", action="store_true")
@@ -46,7 +48,7 @@ def main() -> None:
     engine, version = args.server.split(":", 1)
     server, tool = resolve_server(engine, version), resolve_tool("valkey-benchmark")
     method = InstructionsMethod(windows=args.windows, window_requests=args.requests, servers=args.servers,
-                                scalar_string_routines=not args.no_scalar_strings)
+                                scalar_string_routines=not args.no_scalar_strings, slowlog=args.keep_slowlog)
     measurements = []
     with tempfile.TemporaryDirectory(prefix="vkbench-spread-") as tmp:
         for i in range(args.servers):

@@ -45,6 +45,12 @@ class InstructionsMethod:
     #: only the total and have no such parameter: their method id differs, so the switch is a
     #: segment boundary of every counted series, never a step.
     counted: str = "code"
+    #: Which string routines the code count leaves out: "outside-timers", those called outside
+    #: the timer functions' subtrees (the ones inside are in the timer functions' inclusive cost,
+    #: subtracted already: counting them again took 697 instructions per cron run twice, a term
+    #: that followed the number of cron runs in a window, i.e. wall time); "all" is the
+    #: computation before (every call). Methods from before it have no such parameter.
+    strings_scope: str = "outside-timers"
     #: The server's slow log. Off in the method: under valgrind a command takes 20-50 times its
     #: native wall time, so on a loaded machine some exceed slowlog-log-slower-than (10 ms) and
     #: the server copies their arguments and its peer id into a log entry (snprintf, inet_ntop,
@@ -117,5 +123,8 @@ def seed_bytes(seed: int, size: int = 64 * 1024) -> bytes:
     return bytes(out[:size])
 
 
-__all__ = ["INSTRUMENTS", "InstructionsMethod", "perf_method", "PERF_EVENTS", "PERF_NOT_SUBTRACTED", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
+#: The values of InstructionsMethod.strings_scope.
+STRINGS_SCOPES = ("outside-timers", "all")
+
+__all__ = ["STRINGS_SCOPES", "INSTRUMENTS", "InstructionsMethod", "perf_method", "PERF_EVENTS", "PERF_NOT_SUBTRACTED", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
            "seed_bytes"]
