@@ -39,12 +39,16 @@ def main() -> None:
     ap.add_argument("--pipeline", type=int, default=1)
     ap.add_argument("--keyspace", type=int, default=10000)
     ap.add_argument("--no-scalar-strings", action="store_true", help="leave libc's AVX2/SSE4 string routines on")
+    ap.add_argument("--keep-slowlog", action="store_true",
+                    help="leave the server's slow log on (the method before issue 19's drift fix)")
+    ap.add_argument("--keep-dumps", type=Path, default=None, metavar="DIR",
+                    help="keep every window's callgrind dump, gzipped, in DIR/server-<i>/ (for tools/instruction_diff.py)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     engine, version = args.server.split(":", 1)
     server, tool = resolve_server(engine, version), resolve_tool("valkey-benchmark")
     method = InstructionsMethod(windows=args.windows, window_requests=args.requests, servers=args.servers,
-                                scalar_string_routines=not args.no_scalar_strings)
+                                scalar_string_routines=not args.no_scalar_strings, slowlog=args.keep_slowlog)
     measurements = []
     with tempfile.TemporaryDirectory(prefix="vkbench-spread-") as tmp:
         for i in range(args.servers):
@@ -54,7 +58,9 @@ def main() -> None:
                 server_path=server.path, tool_path=tool.path, tool_env=dict(tool.env), commands=args.commands.split(","),
                 clients=args.clients, pipeline=args.pipeline, data_size=3, keyspace=args.keyspace, seed=seed,
                 method=method, work_dir=Path(tmp) / f"server-{i}", password=secrets.token_urlsafe(16),
-                server_env=dict(server.env)))
+                server_env=dict(server.env),
+                keep_dumps=args.keep_dumps / f"server-{i + 1}" if args.keep_dumps else None,
+                keep_all_windows=args.keep_dumps is not None))
             m = measurements[-1]
             print(f"server {i + 1} seed {seed}: {time.monotonic() - t0:.1f} s, rehash {m.rehash['status']}, "
                   f"{m.memory['bytes_per_key']} bytes/key", flush=True)

@@ -45,6 +45,19 @@ class InstructionsMethod:
     #: only the total and have no such parameter: their method id differs, so the switch is a
     #: segment boundary of every counted series, never a step.
     counted: str = "code"
+    #: Which string routines the code count leaves out: "outside-timers", those called outside
+    #: the timer functions' subtrees (the ones inside are in the timer functions' inclusive cost,
+    #: subtracted already: counting them again took 697 instructions per cron run twice, a term
+    #: that followed the number of cron runs in a window, i.e. wall time); "all" is the
+    #: computation before (every call). Methods from before it have no such parameter.
+    strings_scope: str = "outside-timers"
+    #: The server's slow log. Off in the method: under valgrind a command takes 20-50 times its
+    #: native wall time, so on a loaded machine some exceed slowlog-log-slower-than (10 ms) and
+    #: the server copies their arguments and its peer id into a log entry (snprintf, inet_ntop,
+    #: about 3,000 instructions an entry): work that follows the machine's load, not the code.
+    #: Measured (docs/instructions.md, "Run-to-run drift"): windows of a loaded run logged 1-5
+    #: entries more. Methods from before it have no such parameter: a new id, a segment boundary.
+    slowlog: bool = False
     #: perf only (None under callgrind, and then left out of the id, so the ids of callgrind
     #: methods stay what they were): the perf events counted, the first one being the count.
     events: tuple[str, ...] | None = None
@@ -53,12 +66,19 @@ class InstructionsMethod:
         data = self._parameters()
         data["glibc_tunables"] = GLIBC_TUNABLES_X86 if self.scalar_string_routines else None
         data["seed_pinning"] = "bind mount over /dev/urandom in a private mount namespace (unshare -m)"
-        data["server_args"] = ["--hz", str(self.hz), "--dynamic-hz", "no"]
+        data["server_args"] = ["--hz", str(self.hz), "--dynamic-hz", "no", *self.server_config_args()]
         if self.tool == "perf":
             # What perf cannot take out (no per-function costs): said in the result itself.
             data["not_subtracted"] = PERF_NOT_SUBTRACTED
         data["id"] = self.method_id()
         return data
+
+    def server_config(self) -> list[tuple[str, str]]:
+        """Directives of the counted server's config file that follow from the method (beyond hz)."""
+        return [] if self.slowlog else [("slowlog-log-slower-than", "-1")]
+
+    def server_config_args(self) -> list[str]:
+        return [arg for key, value in self.server_config() for arg in (f"--{key}", value)]
 
     def _parameters(self) -> dict:
         data = asdict(self)
@@ -103,5 +123,8 @@ def seed_bytes(seed: int, size: int = 64 * 1024) -> bytes:
     return bytes(out[:size])
 
 
-__all__ = ["INSTRUMENTS", "InstructionsMethod", "perf_method", "PERF_EVENTS", "PERF_NOT_SUBTRACTED", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
+#: The values of InstructionsMethod.strings_scope.
+STRINGS_SCOPES = ("outside-timers", "all")
+
+__all__ = ["STRINGS_SCOPES", "INSTRUMENTS", "InstructionsMethod", "perf_method", "PERF_EVENTS", "PERF_NOT_SUBTRACTED", "GLIBC_TUNABLES_X86", "TIMER_FUNCTIONS", "CRON_INTERNAL_CALLERS",
            "seed_bytes"]

@@ -4,7 +4,7 @@ One *measurement* is one fresh server: started under ``valgrind --tool=callgrind
 --instr-atstart=no`` in its own mount namespace with a seed file bind-mounted over
 /dev/urandom (the dict hash seed and the run id are then the seed's, for any server version,
 without patching or LD_PRELOAD), libc's string routines in their baseline variants
-(GLIBC_TUNABLES), ``--hz 1 --dynamic-hz no``; a fixed ``key:%012d`` preload with the incremental
+(GLIBC_TUNABLES), ``--hz 1 --dynamic-hz no``, the slow log off; a fixed ``key:%012d`` preload with the incremental
 rehash driven to its end; then per command ``windows`` windows of exactly ``window_requests``
 requests, collection switched on and off around each with ``callgrind_control`` and dumped.
 A window's instructions minus the inclusive cost of the timer-driven functions
@@ -37,8 +37,9 @@ from ..errors import BenchmarkFailedError, MissingBinaryError, ServerStartError,
 from ..topology.backend import Endpoint
 from ..topology.procs import allocate_ports
 from . import callgrind
-from .method import CRON_INTERNAL_CALLERS, GLIBC_TUNABLES_X86, InstructionsMethod, seed_bytes
-from .split import strings_cost
+from .method import (CRON_INTERNAL_CALLERS, GLIBC_TUNABLES_X86, STRINGS_SCOPES, TIMER_FUNCTIONS, InstructionsMethod,
+                     seed_bytes)
+from .split import strings_cost, strings_inside
 
 #: From exec to answering PING under valgrind: 1-3 s here, more on a loaded machine.
 START_TIMEOUT_S = 120.0
@@ -128,13 +129,23 @@ def subtracted_cost(profile: callgrind.CallgrindProfile) -> dict[str, int]:
     return out
 
 
-def window_from(profile: callgrind.CallgrindProfile, command: str, index: int, requests: int) -> Window:
+def window_from(profile: callgrind.CallgrindProfile, command: str, index: int, requests: int, *,
+                strings_scope: str = "outside-timers") -> Window:
     total = profile.total("Ir")
     sub = subtracted_cost(profile)
     if total <= 0:
         raise BenchmarkFailedError(f"callgrind counted no instructions in the {command} window {index + 1}",
                                    hint="collection was not switched on: see the server's valgrind log")
     strings = strings_cost({fn: cost.get("Ir", 0) for fn, cost in profile.self_cost.items()})
+    if strings_scope == "outside-timers":
+        # The calls inside the timer functions' subtrees are in their inclusive cost, subtracted
+        # already (sub): taken out of strings so they are not subtracted twice. What the call
+        # graph cannot attribute (a caller reached from both sides: the cron's rare snprintf,
+        # about 70 instructions) stays in strings.
+        inside, _ambiguous = strings_inside(profile, TIMER_FUNCTIONS)
+        strings -= inside
+    elif strings_scope != "all":
+        raise UsageError(f"unknown strings_scope {strings_scope!r}", hint=f"one of {', '.join(STRINGS_SCOPES)}")
     return Window(command, index, requests, total, sub, (total - sum(sub.values())) / requests, strings)
 
 
@@ -181,6 +192,7 @@ class PinnedServer:
         lines = [f"port {self.port}", "bind 127.0.0.1", "protected-mode yes", f"requirepass {self.password}",
                  'save ""', "appendonly no", "io-threads 1", f"hz {self.method.hz}", "dynamic-hz no",
                  f"dir {self.work_dir}", f"logfile {self.work_dir / 'server.log'}", "daemonize no"]
+        lines += [f"{key} {value}" for key, value in self.method.server_config()]
         fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)   # holds the password
         with os.fdopen(fd, "w") as fh:
             fh.write("\n".join(lines) + "\n")
@@ -365,10 +377,12 @@ def _flat(reply) -> dict:
 def measure(*, server_path: Path, tool_path: Path, tool_env: dict[str, str], commands: list[str], clients: int,
             pipeline: int, data_size: int, keyspace: int, seed: int, method: InstructionsMethod, work_dir: Path,
             password: str, server_env: dict[str, str] | None = None, keep_dumps: Path | None = None,
-            timeout: float = 600.0, progress=None) -> Measurement:
+            keep_all_windows: bool = False, timeout: float = 600.0, progress=None) -> Measurement:
     """One fresh server, one preload, ``method.windows`` windows per command, counted by
     ``method.tool``: callgrind (the server under valgrind) or perf (the server native, perf stat
-    attached per window, instruments.perf_stat)."""
+    attached per window, instruments.perf_stat). ``keep_dumps``: where the first window's dump
+    of each command is kept, gzipped (every window's with ``keep_all_windows``: for studying
+    what moves between windows and runs)."""
     from ..matrix.model import Cell
     from ..runner.process import run_tools
     from ..runner.tools import build_command
@@ -416,12 +430,14 @@ def measure(*, server_path: Path, tool_path: Path, tool_env: dict[str, str], com
                     server.control("-i", "off")
                 dump = server.dump(f"vkbench {command} {index + 1}")
                 profile = callgrind.read(dump)
-                result.windows.append(window_from(profile, command, index, method.window_requests))
+                result.windows.append(window_from(profile, command, index, method.window_requests,
+                                                  strings_scope=method.strings_scope))
                 for fn, cost in profile.self_cost.items():
                     top[fn] = top.get(fn, 0) + cost.get("Ir", 0)
-                if keep_dumps is not None and index == 0:
+                if keep_dumps is not None and (index == 0 or keep_all_windows):
                     keep_dumps.mkdir(parents=True, exist_ok=True)
-                    name = f"callgrind-seed{seed}-{command}.out.gz"
+                    name = (f"callgrind-seed{seed}-{command}-w{index + 1}.out.gz" if keep_all_windows
+                            else f"callgrind-seed{seed}-{command}.out.gz")
                     with open(dump, "rb") as src, gzip.open(keep_dumps / name, "wb") as dst:
                         shutil.copyfileobj(src, dst)
                     result.dumps.append(name)

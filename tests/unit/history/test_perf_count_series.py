@@ -60,9 +60,11 @@ def test_perf_and_callgrind_points_are_different_segments():
 
 
 def test_the_callgrind_method_ids_are_unchanged_by_perf():
-    """Adding perf's parameters must not move existing series to a new segment."""
-    assert InstructionsMethod().method_id() == "callgrind-a48ee9a041"
-    assert InstructionsMethod(counted="total").method_id() == "callgrind-4f3695907e"
+    """Adding perf's parameters must not move existing series to a new segment. (The ids are
+    those of the method with the slow log off and the string routines counted outside the
+    timer functions, issue 19's drift fixes: that one was a boundary.)"""
+    assert InstructionsMethod().method_id() == "callgrind-1562ec0c71"
+    assert InstructionsMethod(counted="total").method_id() == "callgrind-2e46ecc566"
 
 
 def test_a_switch_from_callgrind_to_perf_is_a_segment_boundary_not_a_step(tmp_path):

@@ -165,6 +165,15 @@ def test_method_id_follows_every_parameter():
     assert InstructionsMethod().method_id() == InstructionsMethod().method_id()
     assert InstructionsMethod().method_id() != InstructionsMethod(window_requests=10000).method_id()
     assert InstructionsMethod().method_id() != InstructionsMethod(scalar_string_routines=False).method_id()
+    assert InstructionsMethod().method_id() != InstructionsMethod(slowlog=True).method_id()
+
+
+def test_the_method_turns_the_slow_log_off():
+    """A command slower than 10 ms of wall time (valgrind on a loaded machine) would be logged:
+    work that follows the load, so the method's server has no slow log."""
+    assert InstructionsMethod().server_config() == [("slowlog-log-slower-than", "-1")]
+    assert InstructionsMethod().to_dict()["server_args"][-2:] == ["--slowlog-log-slower-than", "-1"]
+    assert InstructionsMethod(slowlog=True).server_config() == []
 
 
 def test_seed_bytes_are_a_function_of_the_seed():

@@ -127,7 +127,8 @@ def test_the_perf_method_has_its_own_id_counts_the_total_and_subtracts_nothing()
     data = method.to_dict()
     assert data["id"].startswith("perf-") and data["tool"] == "perf" and data["counted"] == "total"
     assert data["subtract"] == [] and data["events"] == ["instructions:u"] and "serverCron" in data["not_subtracted"]
-    assert data["server_args"] == ["--hz", "1", "--dynamic-hz", "no"] and data["glibc_tunables"]
+    assert data["server_args"] == ["--hz", "1", "--dynamic-hz", "no", "--slowlog-log-slower-than", "-1"]
+    assert data["glibc_tunables"]
     assert perf_method(events=("task-clock",)).method_id() != method.method_id()
     assert "events" not in InstructionsMethod().to_dict()        # callgrind: as before
 
