@@ -87,7 +87,7 @@ def detect_changes(
 
     if search_from > 0:
         start = int(np.searchsorted(kept, search_from))
-        before = {int(np.searchsorted(kept, p)) for p in prior if p < search_from}
+        before = {k for k in (int(np.searchsorted(kept, p)) for p in prior if p < search_from) if 0 < k < start}
         found = [start + c for c in _candidates(y[start:], sigma, params, n=n)] if n - start >= 2 else []
         candidates = sorted(before | set(found))
     else:

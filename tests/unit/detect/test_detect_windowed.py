@@ -199,3 +199,19 @@ def test_a_rewritten_older_shard_means_a_full_run(tmp_path, monkeypatch, small_w
 ])
 def test_search_start(small_windows, m, old_m, prior, start):
     assert windowed.search_start(m, old_m, prior, DetectionParams()) == start
+
+
+def test_full_detections_go_to_workers_windowed_ones_stay(tmp_path, monkeypatch, small_windows):
+    rng = np.random.default_rng(15)
+    history = tmp_path / "h"
+    ingest(HistoryStore(history), [p for night in range(70) for p in _night(tmp_path, night, rng)])
+    monkeypatch.setattr(runner, "PARALLEL_THRESHOLD", 0)
+    run_detection(history, jobs=2)                     # four full detections: in worker processes
+    offered, _ = _spy(monkeypatch)
+    ingest(HistoryStore(history), _night(tmp_path, 70, rng))
+    shutil.copytree(history, tmp_path / "full")
+    windowed_doc = run_detection(history, jobs=2)
+    assert len(offered) == 4 and all(ok for _, ok in offered)      # windowed: here, not in a worker
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "PARALLEL_THRESHOLD", 0)
+    assert _comparable(windowed_doc) == _comparable(run_detection(tmp_path / "full", full=True, jobs=2))
