@@ -71,9 +71,9 @@ def run_detection(
     store.hash_shards({"series": {sid: series_index[sid] for sid in kept}})
     tasks = [(sid, series_index[sid], entries, params, grown.get(sid)) for sid in sorted(series_index) if sid not in kept]
     jobs = jobs or os.cpu_count() or 1
-    # A windowed series costs little more than reading it, and this process reads it anyway
-    # (confirmations, the site build after publish): only full detections go to workers, whose
-    # reads this process does not share.
+    # A windowed series costs little more than reading it, and a publish reads it in this process
+    # anyway (the site build, same store): only full detections go to workers, whose reads this
+    # process does not share.
     full_tasks = [task for task in tasks if task[4] is None]
     detected = []
     if jobs > 1 and len(full_tasks) > PARALLEL_THRESHOLD:
