@@ -71,17 +71,12 @@ def run_detection(
     store.hash_shards({"series": {sid: series_index[sid] for sid in kept}})
     tasks = [(sid, series_index[sid], entries, params, grown.get(sid)) for sid in sorted(series_index) if sid not in kept]
     jobs = jobs or os.cpu_count() or 1
-    # A windowed series costs little more than reading it, and a publish reads it in this process
-    # anyway (the site build, same store): only full detections go to workers, whose reads this
-    # process does not share.
-    full_tasks = [task for task in tasks if task[4] is None]
-    detected = []
-    if jobs > 1 and len(full_tasks) > PARALLEL_THRESHOLD:
+    if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
         # forked workers inherit the store (with what it has parsed already) without pickling it
         with mp.get_context("fork").Pool(jobs, initializer=_adopt_store, initargs=(store,)) as pool:
-            detected = pool.map(_detect_in_worker, full_tasks, chunksize=max(1, len(full_tasks) // (jobs * 8)))
-        tasks = [task for task in tasks if task[4] is not None]
-    detected += [_detect_one(store, task) for task in tasks]
+            detected = pool.map(_detect_in_worker, tasks, chunksize=max(1, len(tasks) // (jobs * 8)))
+    else:
+        detected = [_detect_one(store, task) for task in tasks]
     by_sid = {**kept, **{found[0]: found for found in detected}}
     per_series = [by_sid[sid] for sid in sorted(series_index)]
 

@@ -201,17 +201,18 @@ def test_search_start(small_windows, m, old_m, prior, start):
     assert windowed.search_start(m, old_m, prior, DetectionParams()) == start
 
 
-def test_full_detections_go_to_workers_windowed_ones_stay(tmp_path, monkeypatch, small_windows):
+def test_windowed_detection_in_worker_processes_equals_a_full_run(tmp_path, monkeypatch, small_windows):
     rng = np.random.default_rng(15)
     history = tmp_path / "h"
     ingest(HistoryStore(history), [p for night in range(70) for p in _night(tmp_path, night, rng)])
     monkeypatch.setattr(runner, "PARALLEL_THRESHOLD", 0)
-    run_detection(history, jobs=2)                     # four full detections: in worker processes
-    offered, _ = _spy(monkeypatch)
+    run_detection(history, jobs=2)
+    searched = []
+    monkeypatch.setattr(segmented, "search_start", lambda *a: searched.append(windowed.search_start(*a)) or searched[-1])
     ingest(HistoryStore(history), _night(tmp_path, 70, rng))
     shutil.copytree(history, tmp_path / "full")
     windowed_doc = run_detection(history, jobs=2)
-    assert len(offered) == 4 and all(ok for _, ok in offered)      # windowed: here, not in a worker
-    monkeypatch.undo()
-    monkeypatch.setattr(runner, "PARALLEL_THRESHOLD", 0)
+    assert searched == []                     # the series were detected in the workers...
+    run_detection(tmp_path / "full", jobs=1, write=False)
+    assert searched and all(start > 0 for start in searched)     # ...windowed, as here
     assert _comparable(windowed_doc) == _comparable(run_detection(tmp_path / "full", full=True, jobs=2))
