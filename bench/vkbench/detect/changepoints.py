@@ -59,8 +59,16 @@ def detect_changes(
     bigger_is_better: bool = True,
     params: DetectionParams | None = None,
     cv: float | None = None,
+    prior: Sequence[int] = (),
+    search_from: int = 0,
 ) -> list[Change]:
-    """Accepted change points of one homogeneous series (values > 0, in time order)."""
+    """Accepted change points of one homogeneous series (values > 0, in time order).
+
+    Windowed (``search_from`` > 0, docs/detection.md "Windowed detection"): the candidate search
+    runs on the points from ``search_from`` on only, with the penalty of the whole series, and
+    the points before it contribute ``prior`` as candidates: the change points a previous run
+    accepted there. Spikes, the noise and the backward elimination still see every point, so
+    each change is tested exactly as in a full run."""
     params = params or DetectionParams()
     y_all = np.log(np.asarray(values, dtype=float))
     if len(y_all) < params.min_before + params.strong_min_after:
@@ -77,7 +85,13 @@ def detect_changes(
     use_samples = samples is not None and params.sample_test
     log_samples = _log_samples([samples[i] for i in kept] if use_samples else None, n)
 
-    candidates = _candidates(y, sigma, params)
+    if search_from > 0:
+        start = int(np.searchsorted(kept, search_from))
+        before = {k for k in (int(np.searchsorted(kept, p)) for p in prior if p < search_from) if 0 < k < start}
+        found = [start + c for c in _candidates(y[start:], sigma, params, n=n)] if n - start >= 2 else []
+        candidates = sorted(before | set(found))
+    else:
+        candidates = _candidates(y, sigma, params)
     cps = sorted(candidates)
     while True:
         evaluated = [_evaluate(y, log_samples, cps, k, sigma, params) for k in range(len(cps))]
@@ -116,14 +130,18 @@ def spikes(y: np.ndarray, sigma: float, k: float) -> np.ndarray:
     return out
 
 
-def _candidates(y: np.ndarray, sigma: float, params: DetectionParams) -> list[int]:
+def _candidates(y: np.ndarray, sigma: float, params: DetectionParams, n: int | None = None) -> list[int]:
+    """Candidate breakpoints of ``y``; ``n``: the length of the whole series ``y`` is the end of
+    (the penalty's, so a window is searched as strictly as the whole). The L2 cost and the
+    clipping around a rolling median do not depend on the level subtracted."""
     z = (y - np.median(y)) / sigma
     local = _rolling_median(z, 5)
     z = np.clip(z, local - params.clip_sigmas, local + params.clip_sigmas)
-    n = len(z)
+    m = len(z)
+    n = m if n is None else n
     algo = rpt.KernelCPD(kernel="linear", min_size=params.strong_min_after).fit(z.reshape(-1, 1))
     breakpoints = algo.predict(pen=params.penalty * math.log(max(n, 2)))
-    return [int(b) for b in breakpoints if 0 < b < n]
+    return [int(b) for b in breakpoints if 0 < b < m]
 
 
 def _rolling_median(z: np.ndarray, width: int) -> np.ndarray:
@@ -198,16 +216,34 @@ def _run_test(before: np.ndarray, after: np.ndarray, sigma: float) -> float:
     return float(2 * st.t.sf(abs(t), df))
 
 
-def _log_samples(samples, n: int) -> list[np.ndarray] | None:
-    if samples is None:
+def _log_samples(samples, n: int) -> "_LogSamples | None":
+    if samples is None or len(samples) != n:
         return None
-    out = []
-    for s in samples:
-        arr = np.asarray([v for v in (s or []) if v and v > 0], dtype=float)
-        out.append(np.log(arr) if len(arr) else np.empty(0))
-    if len(out) != n or all(len(a) == 0 for a in out):
+    if not any(v and v > 0 for s in samples for v in (s or [])):
         return None
-    return out
+    return _LogSamples(samples)
+
+
+class _LogSamples:
+    """The log repetitions of each run, taken when a test first reads them: a windowed run
+    tests a few windows of a long series and should not convert all of it."""
+
+    def __init__(self, samples):
+        self._samples = samples
+        self._logs: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def __getitem__(self, window: slice) -> list[np.ndarray]:
+        return [self._log(i) for i in range(*window.indices(len(self._samples)))]
+
+    def _log(self, i: int) -> np.ndarray:
+        log = self._logs.get(i)
+        if log is None:
+            arr = np.asarray([v for v in (self._samples[i] or []) if v and v > 0], dtype=float)
+            log = self._logs[i] = np.log(arr) if len(arr) else np.empty(0)
+        return log
 
 
 def _sample_test(log_samples, b0: int, cp: int, a1: int) -> float | None:

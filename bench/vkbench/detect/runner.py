@@ -25,6 +25,7 @@ from .annotations import first_index_after, load_annotations, matches_series, va
 from .incidents import build_incidents
 from .params import DetectionParams
 from .segmented import detect_segmented
+from . import windowed
 
 #: Above this many series detection fans out to worker processes.
 PARALLEL_THRESHOLD = 64
@@ -61,12 +62,14 @@ def run_detection(
     series_index = command_series(index["series"])   # not the TOTALS series an older ingest added
     store.layout_version()    # shard file names: read once, not once per series (nor per worker)
     inputs = {sid: _series_inputs(series_index[sid], entries, params) for sid in sorted(series_index)}
-    kept = {} if full else _previous_results(store, inputs, series_index)
+    states = {sid: windowed.series_state(windowed.state_key(_detection_code(), series_index[sid], entries, params),
+                                         series_index[sid]) for sid in sorted(series_index)}
+    kept, grown = ({}, {}) if full else _previous_results(store, inputs, series_index, states)
     # A kept series is not parsed, but its bytes are still checked against the index (size and
     # sha256, exit 7 naming the shard): an edit that also fixed the index changes its inputs, so
     # it is detected (and line-checked) again; any other edit is refused here.
     store.hash_shards({"series": {sid: series_index[sid] for sid in kept}})
-    tasks = [(sid, series_index[sid], entries, params) for sid in sorted(series_index) if sid not in kept]
+    tasks = [(sid, series_index[sid], entries, params, grown.get(sid)) for sid in sorted(series_index) if sid not in kept]
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
         # forked workers inherit the store (with what it has parsed already) without pickling it
@@ -117,6 +120,7 @@ def run_detection(
         "noise": noise,
         "incidents": incidents,
         "series_inputs": {sid: key for sid, key in inputs.items() if key is not None},
+        "series_state": {sid: state for sid, state in states.items() if state is not None},
     }
     if requests:
         return_doc["confirmation"] = {
@@ -139,7 +143,7 @@ def _detection_code() -> str:
 
     digest = hashlib.sha256()
     here = Path(__file__).parent
-    for name in ("runner.py", "segmented.py", "changepoints.py", "noise.py", "params.py", "annotations.py"):
+    for name in ("runner.py", "segmented.py", "changepoints.py", "noise.py", "params.py", "annotations.py", "windowed.py"):
         digest.update((here / name).read_bytes())
     digest.update(Path(series_module.__file__).read_bytes())
     return digest.hexdigest()
@@ -154,23 +158,48 @@ def _series_inputs(entry: dict, entries: list[dict], params: DetectionParams) ->
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def _previous_results(store: HistoryStore, inputs: dict[str, str | None], series_index: dict) -> dict[str, tuple]:
-    """The per-series results of the previous detect.json for the series whose inputs it was
-    computed from are the same (``_detect_one``'s tuples); none when it is missing or damaged."""
+def _previous_results(store: HistoryStore, inputs: dict[str, str | None], series_index: dict,
+                      states: dict[str, dict | None]) -> tuple[dict[str, tuple], dict[str, dict]]:
+    """From the previous detect.json (none when it is missing or damaged): the per-series results
+    (``_detect_one``'s tuples) of the series whose inputs it was computed from are the same,
+    and, for the series that only grew since (detect/windowed.py), what windowed detection
+    starts from: ``{"detected": points before, "last": their newest, "segments", "changes":
+    {metric: [index, ...]}}``."""
     try:
         old = store.read_detect()
     except ResultFileError:
-        return {}
+        return {}, {}
     if not old or not isinstance(old.get("series_inputs"), dict):
-        return {}
+        return {}, {}
     recorded, segments, noise = old["series_inputs"], old.get("segments") or {}, old.get("noise") or {}
     same = {sid for sid, key in inputs.items()
             if key is not None and recorded.get(sid) == key and sid in segments and sid in noise}
+    old_states = old.get("series_state") if isinstance(old.get("series_state"), dict) else {}
+    grown = {}
+    for sid, state in states.items():
+        was = old_states.get(sid)
+        if sid in same or state is None or not isinstance(was, dict) or not isinstance(segments.get(sid), list):
+            continue
+        if windowed.appended_only(was, state, series_index[sid], lambda month, size, sid=sid: _prefix(store, sid, month, size)):
+            grown[sid] = {"detected": was["points"], "last": was["last"], "segments": segments[sid], "changes": {}}
     cps: dict[str, list[dict]] = {sid: [] for sid in same}
     for cp in old.get("change_points") or []:
-        if cp.get("series_id") in same:
-            cps[cp["series_id"]].append({**cp, "incident_id": None})    # incidents are formed again
-    return {sid: (sid, cps[sid], segments[sid], noise[sid], series_index[sid]["points"]) for sid in same}
+        sid = cp.get("series_id")
+        if sid in same:
+            cps[sid].append({**cp, "incident_id": None})    # incidents are formed again
+        elif sid in grown and isinstance(cp.get("index"), int):
+            grown[sid]["changes"].setdefault(cp.get("metric"), []).append(cp["index"])
+    kept = {sid: (sid, cps[sid], segments[sid], noise[sid], series_index[sid]["points"]) for sid in same}
+    return kept, grown
+
+
+def _prefix(store: HistoryStore, sid: str, month: str, size: int) -> bytes | None:
+    """The first ``size`` bytes of a shard (None: it is not there)."""
+    try:
+        with open(store.shard_path(sid, month), "rb") as f:
+            return f.read(size)
+    except OSError:
+        return None
 
 
 def _same_detection(store: HistoryStore, doc: dict) -> bool:
@@ -201,7 +230,7 @@ def _detect_in_worker(task) -> tuple[str, list[dict], list[dict], dict, int]:
 
 
 def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict], dict, int]:
-    sid, entry, entries, params = task
+    sid, entry, entries, params, grown = task
     dims = entry["dims"]
     points = store.read_series(sid, entry)
     resets, silences = [], []
@@ -218,6 +247,8 @@ def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict],
         if 0 < at < len(points) and all(s["start_index"] != at for s in segs):
             segs.append({"start_index": at, "fingerprint_id": points[at].get("fingerprint_id"), "reset_baseline": True})
     segs.sort(key=lambda s: s["start_index"])
+    if grown is not None and not _continues(grown, points, segs):
+        grown = None              # not what the previous run saw, plus newer points: detect in full
 
     valid = [bool(p.get("valid", True)) for p in points]
     fps = [segment_key(p) for p in points]     # fingerprint (+ instruction method id)
@@ -233,6 +264,7 @@ def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict],
         found = detect_segmented(
             values, samples=samples, valid=valid, fingerprints=fps, resets=resets,
             bigger_is_better=bigger_is_better(metric), params=metric_params,
+            **({} if grown is None else {"prior": grown["changes"].get(metric, []), "detected": grown["detected"]}),
         )
         noise[metric] = {"cv": round(float(found.cv), 7 if params.is_count(metric) else 5)}
         for change in found.changes:
@@ -241,6 +273,20 @@ def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict],
             record["silenced_by"] = next((k for at, k in silences if change.index >= at), None)
             cps.append(record)
     return sid, cps, segs, noise, len(points)
+
+
+def _continues(grown: dict, points: list[dict], segs: list[dict]) -> bool:
+    """The points a windowed detection starts from are those the previous run detected: the one
+    it saw last is still at its place, and the segments (environment, method, reset-baseline)
+    that start among them are the same."""
+    n = grown["detected"]
+    if not 0 < n < len(points):
+        return False
+    last = points[n - 1]
+    if {"timestamp": last["timestamp"], "run_id": last["run_id"]} != grown["last"]:
+        return False
+    before = [seg for seg in segs if seg["start_index"] < n]
+    return json.loads(json.dumps(before)) == [seg for seg in grown["segments"] if seg.get("start_index", n) < n]
 
 
 def _ref(point: dict) -> dict:

@@ -4,6 +4,7 @@ can name the run it rests on."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from .changepoints import Change, detect_changes
 from .params import DetectionParams
+from .windowed import local_prior, search_start
 
 _MAD_TO_SD = 1.4826
 
@@ -55,7 +57,12 @@ def detect_segmented(
     resets: Sequence[int] = (),
     bigger_is_better: bool = True,
     params: DetectionParams | None = None,
+    prior: Sequence[int] = (),
+    detected: int | None = None,
 ) -> SeriesDetection:
+    """``detected``: windowed (detect/windowed.py) - the first ``detected`` points were detected
+    before, with the accepted change points ``prior`` (indices); the candidate search covers a
+    window of the latest points of each stretch only. None: a full detection."""
     params = params or DetectionParams()
     n = len(values)
     bounds = segment_bounds(n, fingerprints, resets)
@@ -76,7 +83,14 @@ def detect_segmented(
             continue
         seg_values = [values[i] for i in idx]
         seg_samples = [samples[i] for i in idx] if samples is not None else None
-        found = detect_changes(seg_values, seg_samples, bigger_is_better=bigger_is_better, params=params, cv=cv)
+        window = {}
+        if detected is not None:
+            local = local_prior(idx, prior)
+            start = search_start(len(idx), bisect_left(idx, detected), local, params)
+            if start > 0:
+                window = {"prior": local, "search_from": start}
+        found = detect_changes(seg_values, seg_samples, bigger_is_better=bigger_is_better, params=params, cv=cv,
+                               **window)
         for change in found:
             change.index = idx[change.index]
             change.before = (idx[change.before[0]], idx[change.before[1] - 1] + 1)

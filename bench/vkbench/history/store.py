@@ -17,6 +17,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import operator
 import os
 import re
 from pathlib import Path
@@ -456,7 +457,7 @@ class HistoryStore:
         if sorted_before is not None and None not in shards and len(shards) == len(sorted_before[0]) \
                 and all(a is b for a, b in zip(shards, sorted_before[0])):
             return list(sorted_before[1])        # the same shards as read before: sorted already
-        points.sort(key=sort_key)
+        points.sort(key=_SORT_KEY)
         if None not in shards:
             self._sorted[sid] = (shards, points)
             return list(points)
@@ -801,6 +802,9 @@ def _collector_paused():
     finally:
         gc.enable()
 
+
+#: :func:`sort_key` in C: a ten-year series has 3,650 points, a publish reads hundreds of series.
+_SORT_KEY = operator.itemgetter("timestamp", "run_id")
 
 #: sha256 of shard bytes every line of which passed check_point in this process.
 _CHECKED_SHARDS: set[bytes] = set()
