@@ -47,6 +47,22 @@ def write_json(path: Path, data: object, *, indent: int | None = None) -> None:
     write_bytes_atomic(path, (text + "\n").encode("utf-8"))
 
 
+def read_json_object(path: Path, hint: str) -> dict:
+    """A JSON file whose top level is an object; anything else (corrupt JSON, not UTF-8, a
+    directory, a list) is a ResultFileError naming the file, with ``hint``."""
+    from .errors import ResultFileError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint=hint) from None
+    except IsADirectoryError:
+        raise ResultFileError(f"{path}: a directory where a JSON file belongs", hint=hint) from None
+    if not isinstance(data, dict):
+        raise ResultFileError(f"{path}: top level is not an object", hint=hint)
+    return data
+
+
 def stage_bytes(path: Path, data: bytes) -> Path:
     """First half of an atomic write for batches: the data goes to a temp file beside
     ``path`` (no fsync yet). :func:`commit_staged` makes a whole batch durable with one

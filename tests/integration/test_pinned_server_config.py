@@ -17,8 +17,10 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def server():
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        pytest.skip("the pinning's mount namespace needs unshare and root")
+    # the machine kind runs tests as root with util-linux's unshare: without them the pinning
+    # itself is broken, which is a failure, not a skip
+    assert shutil.which("unshare") is not None, "unshare (util-linux) is missing: apt-get install util-linux"
+    assert os.geteuid() == 0, "the pinning's mount namespace needs root: run the tests as root"
     from vkbench.servers import resolve_server
 
     return resolve_server("valkey", "9.1.2")

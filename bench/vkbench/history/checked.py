@@ -22,12 +22,11 @@ code; deleting it only costs one slower publish, which writes it again.
 from __future__ import annotations
 
 import hashlib
-import json
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import ResultFileError
-from ..files import write_json
+from ..files import read_json_object, write_json
 from . import schemas
 
 #: The ledger format this code reads and writes.
@@ -74,14 +73,7 @@ def read_ledger(history: Path) -> dict[str, str]:
         return {}
     if size > MAX_LEDGER_BYTES:
         raise ResultFileError(f"{path}: {size} bytes, more than a line-check ledger can be ({MAX_LEDGER_BYTES})", hint=_HINT)
-    try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint=_HINT) from None
-    except IsADirectoryError:
-        raise ResultFileError(f"{path}: a directory where the line-check ledger belongs", hint=_HINT) from None
-    if not isinstance(data, dict):
-        raise ResultFileError(f"{path}: top level is not an object; not a line-check ledger", hint=_HINT)
+    data = read_json_object(path, _HINT)
     version = data.get("format")
     if isinstance(version, int) and not isinstance(version, bool) and version > LEDGER_FORMAT:
         raise ResultFileError(f"{path}: ledger format {version} is newer than this vkbench understands ({LEDGER_FORMAT})",

@@ -26,7 +26,7 @@ from typing import Iterable
 import orjson
 
 from ..errors import ResultFileError
-from ..files import directory_lock, utc_now, write_json
+from ..files import directory_lock, read_json_object, utc_now, write_json
 from ..results.checks import check_point, is_safe_id
 from .checked import closed_shards_digest, read_ledger, write_ledger
 from .detect_file import check_detection
@@ -824,15 +824,7 @@ _RESTORE_HINT = "the history was edited or truncated; restore it from the gh-pag
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ResultFileError(f"{path}: corrupt JSON ({exc})", hint=_RESTORE_HINT) from None
-    except IsADirectoryError:
-        raise ResultFileError(f"{path}: a directory where a JSON file belongs", hint=_RESTORE_HINT) from None
-    if not isinstance(data, dict):
-        raise ResultFileError(f"{path}: top level is not an object", hint=_RESTORE_HINT)
-    return data
+    return read_json_object(path, _RESTORE_HINT)
 
 
 def _check_version(path: Path, data: dict) -> None:

@@ -17,7 +17,6 @@ import errno
 import os
 import select
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -26,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import BenchmarkFailedError, NoHardwareCountersError, UsageError
-from ..profile.record import perf_binary
+from ..profile.record import perf_binary, stop_perf
 
 NOT_SUPPORTED = "<not supported>"
 NOT_COUNTED = "<not counted>"
@@ -35,7 +34,6 @@ PROBE_EVENT = "instructions:u"
 PROBE_TIMEOUT_S = 30.0
 #: perf attaching to the server and acknowledging a control command, on a loaded machine.
 CONTROL_TIMEOUT_S = 60.0
-STOP_TIMEOUT_S = 30.0
 #: ``--counter``: which tool counts instructions.
 COUNTERS = ("auto", "perf", "valgrind")
 COUNTER_ENV = "VKBENCH_COUNTER"
@@ -301,17 +299,8 @@ class WindowCounter:
         return readings
 
     def _stop(self) -> None:
-        proc = self.proc
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-            proc.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        except ProcessLookupError:
-            proc.wait()
+        if self.proc is not None:
+            stop_perf(self.proc)
 
     def _log_tail(self) -> str:
         try:

@@ -88,7 +88,7 @@ def record(pids: list[int], body: Callable[[], T], *, out_file: Path,
                 refused = None
                 value = body()
         finally:
-            _stop(proc)
+            stop_perf(proc)
             for fd in fds or ():
                 os.close(fd)
         if refused is not None:
@@ -161,8 +161,9 @@ def _enable(proc: subprocess.Popen, ctl: Path, ack: Path) -> tuple[int, int] | N
     return ctl_fd, ack_fd
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGINT makes perf record flush its data file; escalate if it does not exit."""
+def stop_perf(proc: subprocess.Popen) -> None:
+    """SIGINT makes perf (record or stat) write its data and exit; escalate if it does not exit.
+    perf runs in its own process group (``start_new_session``)."""
     if proc.poll() is not None:
         return
     try:

@@ -52,6 +52,26 @@ def _fix_index(store: HistoryStore, sid: str, month: str) -> None:
     store.index_path.write_text(json.dumps(index))
 
 
+def _months(line_checks) -> set[str]:
+    return {source.rsplit("/", 1)[-1].split(".")[0] for source in line_checks}
+
+
+def _months_a_fresh_reader_checks(store: HistoryStore, line_checks) -> set[str]:
+    """The months whose lines a new reader of the first series checks (the ingests' own checks,
+    and what they left in the process-wide memo, forgotten first)."""
+    line_checks.clear()
+    store_module._CHECKED_SHARDS.clear()
+    reader = HistoryStore(store.path)
+    reader.read_series(reader.series_ids()[0])
+    return _months(line_checks)
+
+
+def _ingest_one_more(store: HistoryStore, tmp_path, run_id: str, day: int) -> None:
+    res = tmp_path / run_id
+    write_result(res, make_result(run_id=run_id, timestamp=f"{MONTHS[-1]}-{day:02d}T02:00:00Z"))
+    ingest(HistoryStore(store.path), [res])
+
+
 def test_ingest_records_every_series_closed_shards(tmp_path):
     store = _history(tmp_path)
     ledger = read_ledger(store.path)
@@ -63,31 +83,20 @@ def test_ingest_records_every_series_closed_shards(tmp_path):
 
 def test_a_reader_line_checks_only_the_newest_month(tmp_path, line_checks):
     store = _history(tmp_path)
-    line_checks.clear()          # the ingests' own checks, and what they left in the memo
-    store_module._CHECKED_SHARDS.clear()
-    reader = HistoryStore(store.path)
-    sid = reader.series_ids()[0]
-    points = reader.read_series(sid)
-    assert len(points) == len(MONTHS) * 2
-    assert {source.rsplit("/", 1)[-1].split(".")[0] for source in line_checks} == {MONTHS[-1]}
+    assert _months_a_fresh_reader_checks(store, line_checks) == {MONTHS[-1]}
+    assert len(HistoryStore(store.path).read_series(store.series_ids()[0])) == len(MONTHS) * 2
     # the deep verify of an ingest too: the closed months' bytes are hashed, not parsed
     line_checks.clear()
     HistoryStore(store.path).verify(deep=True)
-    assert {source.rsplit("/", 1)[-1].split(".")[0] for source in line_checks} == {MONTHS[-1]}
+    assert _months(line_checks) == {MONTHS[-1]}
 
 
 def test_without_the_ledger_every_line_is_checked_and_the_next_ingest_writes_it(tmp_path, line_checks):
     store = _history(tmp_path)
     (store.path / LEDGER_NAME).unlink()
-    line_checks.clear()
-    store_module._CHECKED_SHARDS.clear()
-    reader = HistoryStore(store.path)
-    reader.read_series(reader.series_ids()[0])
-    assert {source.rsplit("/", 1)[-1].split(".")[0] for source in line_checks} == set(MONTHS)
-    res = tmp_path / "again"
-    write_result(res, make_result(run_id="again", timestamp=f"{MONTHS[-1]}-20T02:00:00Z"))
-    ingest(HistoryStore(store.path), [res])
-    assert set(read_ledger(store.path)) == set(reader.series_ids())
+    assert _months_a_fresh_reader_checks(store, line_checks) == set(MONTHS)
+    _ingest_one_more(store, tmp_path, "again", 20)
+    assert set(read_ledger(store.path)) == set(store.series_ids())
 
 
 def test_a_ledger_of_other_line_checks_vouches_for_nothing(tmp_path, line_checks):
@@ -98,14 +107,8 @@ def test_a_ledger_of_other_line_checks_vouches_for_nothing(tmp_path, line_checks
     doc["checks"] = "0" * 64            # written by a vkbench whose checks were laxer
     path.write_text(json.dumps(doc))
     assert read_ledger(store.path) == {}
-    line_checks.clear()
-    store_module._CHECKED_SHARDS.clear()
-    reader = HistoryStore(store.path)
-    reader.read_series(reader.series_ids()[0])
-    assert {source.rsplit("/", 1)[-1].split(".")[0] for source in line_checks} == set(MONTHS)
-    res = tmp_path / "again"
-    write_result(res, make_result(run_id="again", timestamp=f"{MONTHS[-1]}-20T02:00:00Z"))
-    ingest(HistoryStore(store.path), [res])           # re-checked under these checks, recorded again
+    assert _months_a_fresh_reader_checks(store, line_checks) == set(MONTHS)
+    _ingest_one_more(store, tmp_path, "again", 20)     # re-checked under these checks, recorded again
     assert json.loads(path.read_text())["checks"] == checks_code() and read_ledger(store.path)
 
 
