@@ -262,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     bare = work / "pages.git"
     if not bare.exists():
         git("init", "-q", "--bare", str(bare))
+        # as GitHub does: serve partial clones (publish fetches the tip without old file contents)
+        git("-C", str(bare), "config", "uploadpack.allowFilter", "true")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "bench") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     header = f"{'night':>5} {'points':>7} {'files':>7} {'tree MB':>8} {'site MB':>8} {'largest file':>30} {'pack MB':>8} {'B/point':>8} {'pages MB':>8} {'data B/pt':>9} {'publish s':>9} {'cpu s':>6}"
     if not args.json:

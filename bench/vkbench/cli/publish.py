@@ -43,7 +43,8 @@ def _site_builder():
 @click.option("--keep-results-days", type=click.IntRange(0, 36500), default=None,
               help="Retention: remove full result copies older than this (series points stay forever; default: keep forever).")
 @click.option("--shallow/--full-fetch", default=True, show_default=True,
-              help="Fetch only the branch tips (--depth 1): the publish costs the night's work, not the history's.")
+              help="Fetch only the branch tips (--depth 1) and check out only the months the night touches (a partial "
+                   "clone; the rest is fetched when read): the publish costs the night's work, not the history's.")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), help="Keep the checkout here (default: a temporary directory).")
 @click.option("--strict", is_flag=True,
               help="A result already in the history (same run_id/cell_id) with other numbers is an error (exit 13), not a warning.")
@@ -102,6 +103,7 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
         results, repo_dir, branch, history_subdir=history_subdir, message=message,
         max_retries=max_retries, retry_for=retry_for, before_commit_store=before_commit, workdir=workdir,
         site_branch=site_branch, site_subdir=site_out if site_branch else None, shallow=shallow, strict=strict,
+        run_days=[d for d in (keep_raw_days, keep_results_days) if d is not None],
     )
     from .ingest import warn_conflicts
 

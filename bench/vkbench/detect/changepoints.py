@@ -59,16 +59,17 @@ def detect_changes(
     bigger_is_better: bool = True,
     params: DetectionParams | None = None,
     cv: float | None = None,
-    prior: Sequence[int] = (),
     search_from: int = 0,
+    n_before: int = 0,
 ) -> list[Change]:
     """Accepted change points of one homogeneous series (values > 0, in time order).
 
     Windowed (``search_from`` > 0, docs/detection.md "Windowed detection"): the candidate search
-    runs on the points from ``search_from`` on only, with the penalty of the whole series, and
-    the points before it contribute ``prior`` as candidates: the change points a previous run
-    accepted there. Spikes, the noise and the backward elimination still see every point, so
-    each change is tested exactly as in a full run."""
+    runs on the points from ``search_from`` on only, with the penalty of a series of its length
+    plus ``n_before`` (the points of the stretch before the window, read or not), and only what
+    it finds is tested: the change points before the window are settled (the caller keeps them
+    as a previous run accepted them). The window starts in a stable stretch well after them, so
+    each change found is tested on the same runs as in a full run."""
     params = params or DetectionParams()
     y_all = np.log(np.asarray(values, dtype=float))
     if len(y_all) < params.min_before + params.strong_min_after:
@@ -87,9 +88,7 @@ def detect_changes(
 
     if search_from > 0:
         start = int(np.searchsorted(kept, search_from))
-        before = {k for k in (int(np.searchsorted(kept, p)) for p in prior if p < search_from) if 0 < k < start}
-        found = [start + c for c in _candidates(y[start:], sigma, params, n=n)] if n - start >= 2 else []
-        candidates = sorted(before | set(found))
+        candidates = [start + c for c in _candidates(y[start:], sigma, params, n=n - start + n_before)] if n - start >= 2 else []
     else:
         candidates = _candidates(y, sigma, params)
     cps = sorted(candidates)

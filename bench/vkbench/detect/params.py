@@ -39,6 +39,9 @@ class DetectionParams:
     min_magnitude: float = 0.02
     noise_factor: float = 1.0
     noise_floor: float = 0.002      # run-to-run CV is never taken below this (identical values)
+    noise_points: int = 200         # ...and is estimated from the series' latest this many usable runs
+                                    #    (about seven months of nights): the noise a change is judged
+                                    #    against is today's, and a night reads a bounded tail
     sample_test: bool = True        # Welch's test on the repetitions must pass too
     metrics: tuple[str, ...] = field(default=DEFAULT_METRICS)
     # Counted metrics (instructions per op, bytes per key) are nearly deterministic: their

@@ -24,7 +24,7 @@ from ..profile.incidents import attach_profile_diffs
 from .annotations import first_index_after, load_annotations, matches_series, validate_annotations
 from .incidents import build_incidents
 from .params import DetectionParams
-from .segmented import detect_segmented
+from .segmented import TailTooShort, detect_segmented
 from . import windowed
 
 #: Above this many series detection fans out to worker processes.
@@ -70,6 +70,7 @@ def run_detection(
     # it is detected (and line-checked) again; any other edit is refused here.
     store.hash_shards({"series": {sid: series_index[sid] for sid in kept}})
     tasks = [(sid, series_index[sid], entries, params, grown.get(sid)) for sid in sorted(series_index) if sid not in kept]
+    _prefetch(store, tasks, params)
     jobs = jobs or os.cpu_count() or 1
     if jobs > 1 and len(tasks) > PARALLEL_THRESHOLD:
         # forked workers inherit the store (with what it has parsed already) without pickling it
@@ -104,7 +105,13 @@ def run_detection(
     from . import bisects
 
     bisects.attach(incidents, bisects.load(store)["bisects"])
-    attach_profile_diffs(store.path, incidents, store.read_series, series_index)
+    # what an incident's profile and instruction diffs read, in one batch (a partial checkout's past)
+    store.materialize_runs(
+        [(incident.get("series_ids") or [], side) for incident in incidents for side in (incident.get("good"), incident.get("bad"))]
+        + [([cp["series_id"]], side) for cp in change_points if cp.get("incident_id") for side in (cp.get("good"), cp.get("bad"))],
+        series_index)
+    attach_profile_diffs(store.path, incidents, lambda sid, runs: store.points_of_runs(sid, series_index[sid], runs),
+                         series_index)
     # An incident of instruction counts: which functions' instructions per op changed.
     from ..instruments.diff import attach_instruction_diffs
 
@@ -181,7 +188,8 @@ def _previous_results(store: HistoryStore, inputs: dict[str, str | None], series
         if sid in same or state is None or not isinstance(was, dict) or not isinstance(segments.get(sid), list):
             continue
         if windowed.appended_only(was, state, series_index[sid], lambda month, size, sid=sid: _prefix(store, sid, month, size)):
-            grown[sid] = {"detected": was["points"], "last": was["last"], "segments": segments[sid], "changes": {}}
+            grown[sid] = {"detected": was["points"], "last": was["last"], "segments": segments[sid], "changes": {},
+                          "records": {}}
     cps: dict[str, list[dict]] = {sid: [] for sid in same}
     for cp in old.get("change_points") or []:
         sid = cp.get("series_id")
@@ -189,12 +197,28 @@ def _previous_results(store: HistoryStore, inputs: dict[str, str | None], series
             cps[sid].append({**cp, "incident_id": None})    # incidents are formed again
         elif sid in grown and isinstance(cp.get("index"), int):
             grown[sid]["changes"].setdefault(cp.get("metric"), []).append(cp["index"])
+            grown[sid]["records"].setdefault(cp.get("metric"), []).append(cp)
     kept = {sid: (sid, cps[sid], segments[sid], noise[sid], series_index[sid]["points"]) for sid in same}
     return kept, grown
 
 
+def _prefetch(store: HistoryStore, tasks: list[tuple], params: DetectionParams) -> None:
+    """In a partial checkout (history/partial.py): the months the detections will read, in one
+    batch: the tail of a grown series (the confirmations' tail is shorter), all of any other."""
+    if store.checkout is None:
+        return
+    wanted = {}
+    for sid, entry, _entries, _params, grown in tasks:
+        if grown is not None and isinstance(entry.get("points"), int):
+            wanted[sid] = store.tail_months(entry, entry["points"] - grown["detected"] + windowed.tail_points(params))
+        else:
+            wanted[sid] = entry.get("shards") or []
+    store.materialize_months(wanted)
+
+
 def _prefix(store: HistoryStore, sid: str, month: str, size: int) -> bytes | None:
     """The first ``size`` bytes of a shard (None: it is not there)."""
+    store.materialize([store.shard_path(sid, month)])
     try:
         with open(store.shard_path(sid, month), "rb") as f:
             return f.read(size)
@@ -229,26 +253,58 @@ def _detect_in_worker(task) -> tuple[str, list[dict], list[dict], dict, int]:
     return _detect_one(_worker_store, task)
 
 
+class _WholeSeries(Exception):
+    """A bounded read cannot serve this series' detection: read all of it."""
+
+
 def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict], dict, int]:
+    """One series. A series that only grew (windowed, detect/windowed.py) is read from its latest
+    months only, as many as its noise span and search window need (:func:`windowed.tail_points`,
+    more when they reach further: :class:`TailTooShort`): a night costs the night's months, not
+    the history's. Anything else reads the whole series."""
     sid, entry, entries, params, grown = task
+    matched = [(k, e) for k, e in enumerate(entries) if matches_series(e, sid, entry["dims"])]
+    # an annotation that starts after a run, a commit or a date may fall anywhere in the past
+    bounded = grown is not None and not any("after" in e for _, e in matched)
+    if bounded and isinstance(entry.get("points"), int) and entry["points"] > grown["detected"]:
+        need = entry["points"] - grown["detected"] + windowed.tail_points(params)
+        while True:
+            offset, points = store.read_series_tail(sid, entry, need)
+            try:
+                return _detect_points(sid, entry, points, offset, matched, params, grown)
+            except TailTooShort:
+                if offset == 0:
+                    raise AssertionError("a whole series is never too short") from None
+                need *= 2
+            except _WholeSeries:
+                break
+    return _detect_points(sid, entry, store.read_series(sid, entry), 0, matched, params, grown)
+
+
+def _detect_points(sid: str, entry: dict, points: list[dict], offset: int, matched: list[tuple[int, dict]],
+                   params: DetectionParams, grown: dict | None) -> tuple[str, list[dict], list[dict], dict, int]:
+    """Detection of one series from ``points``, its points from index ``offset`` on (0: all).
+    Indices in what it returns are the whole series'."""
     dims = entry["dims"]
-    points = store.read_series(sid, entry)
     resets, silences = [], []
-    for k, entry in enumerate(entries):
-        if not matches_series(entry, sid, dims):
-            continue
-        at = first_index_after(entry, points)
-        if entry["action"] == "reset-baseline" and at is not None:
+    for k, ann in matched:
+        at = first_index_after(ann, points)      # offset 0 whenever an annotation has "after"
+        if ann["action"] == "reset-baseline" and at is not None:
             resets.append(at)
-        elif entry["action"] == "silence" and (at is not None or "after" not in entry):
+        elif ann["action"] == "silence" and (at is not None or "after" not in ann):
             silences.append((at or 0, k))
-    segs = fingerprint_segments(points)
+    segs = _segments(points, offset, grown)
     for at in sorted(set(resets)):
         if 0 < at < len(points) and all(s["start_index"] != at for s in segs):
             segs.append({"start_index": at, "fingerprint_id": points[at].get("fingerprint_id"), "reset_baseline": True})
     segs.sort(key=lambda s: s["start_index"])
-    if grown is not None and not _continues(grown, points, segs):
+    if grown is not None and not _continues(grown, points, segs, offset):
         grown = None              # not what the previous run saw, plus newer points: detect in full
+    if grown is None and offset:
+        raise _WholeSeries
+    # the stretch the first given point lies in: how many of its points come before them
+    head = None if not offset else offset - max(seg["start_index"] for seg in segs if seg["start_index"] <= offset)
+    n_all = offset + len(points)
 
     valid = [bool(p.get("valid", True)) for p in points]
     fps = [segment_key(p) for p in points]     # fingerprint (+ instruction method id)
@@ -261,28 +317,62 @@ def _detect_one(store: HistoryStore, task) -> tuple[str, list[dict], list[dict],
         values = [s.get("median") if s else None for s in stats]
         samples = [s.get("samples") if s else None for s in stats]
         metric_params = params.for_metric(metric)     # counted metrics: their own rule
+        windowed_args = {} if grown is None else {
+            "prior": [i - offset for i in grown["changes"].get(metric, []) if i >= offset],
+            "detected": grown["detected"] - offset, "head": head}
         found = detect_segmented(
             values, samples=samples, valid=valid, fingerprints=fps, resets=resets,
-            bigger_is_better=bigger_is_better(metric), params=metric_params,
-            **({} if grown is None else {"prior": grown["changes"].get(metric, []), "detected": grown["detected"]}),
-        )
+            bigger_is_better=bigger_is_better(metric), params=metric_params, **windowed_args)
         noise[metric] = {"cv": round(float(found.cv), 7 if params.is_count(metric) else 5)}
+        if grown is not None:
+            settled = offset + found.settled_before
+            last_start = max(seg["start_index"] for seg in segs) - offset
+            for record in grown["records"].get(metric, []):
+                if record["index"] < settled:
+                    cps.append(_settled(record, values, valid, last_start, resets, offset))
         for change in found.changes:
             record = _record(sid, metric, change, points, valid, values, found.cv, metric_params, resets)
+            record["index"] += offset
             record["series_name"] = describe(dims)
             record["silenced_by"] = next((k for at, k in silences if change.index >= at), None)
             cps.append(record)
-    return sid, cps, segs, noise, len(points)
+    return sid, cps, segs, noise, n_all
 
 
-def _continues(grown: dict, points: list[dict], segs: list[dict]) -> bool:
+def _segments(points: list[dict], offset: int, grown: dict | None) -> list[dict]:
+    """The series' segments (whole-series indices). From a bounded read: the previous run's up
+    to the first point read, then those that start among the points read."""
+    found = fingerprint_segments(points)
+    if not offset:
+        return found
+    before = [dict(seg) for seg in grown["segments"] if seg["start_index"] <= offset]
+    return before + [{**seg, "start_index": seg["start_index"] + offset} for seg in found if seg["start_index"] > 0]
+
+
+def _settled(record: dict, values: list, valid: list[bool], last_start: int, resets: list[int], offset: int) -> dict:
+    """A change point before the search window, as the previous run recorded it. Only whether
+    its series is back at the old level follows the newest runs (``recovered``, with the
+    minimum effect it was accepted with); incidents are formed again."""
+    out = {**record, "incident_id": None}
+    local = record["index"] - offset
+    if local >= last_start:          # in the newest stretch: its latest runs are among those read
+        latest = [values[i] for i in range(max(local, last_start, 0), len(values)) if valid[i] and values[i]]
+        if len(latest) >= 3:
+            level = sorted(latest[-3:])[1]
+            out["recovered"] = bool(abs(level / record["level_before"] - 1) < record["min_effect"])
+    if not offset:                   # a whole read: the annotations' resets are all known
+        out["baseline_reset"] = any(r > local for r in resets)
+    return out
+
+
+def _continues(grown: dict, points: list[dict], segs: list[dict], offset: int = 0) -> bool:
     """The points a windowed detection starts from are those the previous run detected: the one
     it saw last is still at its place, and the segments (environment, method, reset-baseline)
     that start among them are the same."""
     n = grown["detected"]
-    if not 0 < n < len(points):
+    if not offset <= n - 1 < offset + len(points) - 1:
         return False
-    last = points[n - 1]
+    last = points[n - 1 - offset]
     if {"timestamp": last["timestamp"], "run_id": last["run_id"]} != grown["last"]:
         return False
     before = [seg for seg in segs if seg["start_index"] < n]

@@ -23,6 +23,14 @@ class SeriesDetection:
     cv: float
     # [start, end) ranges of the full list that were analysed independently
     segments: list[tuple[int, int]] = field(default_factory=list)
+    #: windowed: the change points accepted before this index are settled (kept as the previous
+    #: run recorded them, not searched or tested again); 0 for a full detection
+    settled_before: int = 0
+
+
+class TailTooShort(Exception):
+    """A windowed detection handed only the latest points of a series needs earlier ones: its
+    noise span or its search window reaches before them (the caller reads more)."""
 
 
 def segment_bounds(n: int, fingerprints: Sequence[str | None] | None, resets: Sequence[int] = ()) -> list[tuple[int, int]]:
@@ -59,10 +67,20 @@ def detect_segmented(
     params: DetectionParams | None = None,
     prior: Sequence[int] = (),
     detected: int | None = None,
+    head: int | None = None,
 ) -> SeriesDetection:
     """``detected``: windowed (detect/windowed.py) - the first ``detected`` points were detected
     before, with the accepted change points ``prior`` (indices); the candidate search covers a
-    window of the latest points of each stretch only. None: a full detection."""
+    window of the latest points of each stretch that got new points, and the change points
+    before that window are settled (``settled_before``). None: a full detection.
+
+    ``head``: the values are only the series' latest points (a bounded read), and the first
+    stretch has ``head`` more points before them. Raises :class:`TailTooShort` when the result
+    would need earlier points: fewer than ``noise_points`` usable ones, or a search window that
+    does not start well inside the points given. None: the values are the whole series.
+
+    The noise (the CV every threshold is in units of) is pooled over the latest
+    ``params.noise_points`` usable points: a full run and a bounded windowed one see the same."""
     params = params or DetectionParams()
     n = len(values)
     bounds = segment_bounds(n, fingerprints, resets)
@@ -70,25 +88,40 @@ def detect_segmented(
         i for i in range(n)
         if values[i] is not None and values[i] > 0 and (valid is None or valid[i])
     ]
+    if head is not None and len(usable) < params.noise_points:
+        raise TailTooShort(f"{len(usable)} usable points, the noise needs {params.noise_points}")
     usable_set = set(usable)
+    recent = set(usable[-params.noise_points:]) if params.noise_points > 0 else usable_set
     pieces = []
     for start, end in bounds:
         idx = [i for i in range(start, end) if i in usable_set]
         pieces.append(idx)
-    logs = [np.log(np.asarray([values[i] for i in idx], dtype=float)) for idx in pieces]
+    logs = [np.log(np.asarray([values[i] for i in idx if i in recent], dtype=float)) for idx in pieces]
     cv = pooled_cv(logs, params.noise_floor)
     changes: list[Change] = []
-    for idx in pieces:
+    settled_before = 0 if detected is None else n
+    for k, ((start, _end), idx) in enumerate(zip(bounds, pieces)):
+        window = {}
+        if detected is not None:
+            old_m = bisect_left(idx, detected)
+            if old_m >= len(idx):
+                continue          # no new point in this stretch: its change points are settled
+            truncated = head is not None and k == 0 and head > 0
+            first = search_start(len(idx), old_m, local_prior(idx, prior), params)
+            # the tests of a change found at the window's start look back ``window`` kept points
+            # (more when spikes are set aside): they and their neighbours must all be given
+            if truncated and (first == 0 or first < 2 * params.window + 2):
+                raise TailTooShort(f"the search window of the stretch at {start} starts before the points given")
+            if first > 0:
+                before = idx[first] - start + (head if truncated else 0)
+                window = {"search_from": first, "n_before": before}
+                settled_before = min(settled_before, idx[first])
+            else:
+                settled_before = min(settled_before, start)
         if len(idx) < params.min_before + params.strong_min_after:
             continue
         seg_values = [values[i] for i in idx]
         seg_samples = [samples[i] for i in idx] if samples is not None else None
-        window = {}
-        if detected is not None:
-            local = local_prior(idx, prior)
-            start = search_start(len(idx), bisect_left(idx, detected), local, params)
-            if start > 0:
-                window = {"prior": local, "search_from": start}
         found = detect_changes(seg_values, seg_samples, bigger_is_better=bigger_is_better, params=params, cv=cv,
                                **window)
         for change in found:
@@ -96,4 +129,4 @@ def detect_segmented(
             change.before = (idx[change.before[0]], idx[change.before[1] - 1] + 1)
             change.after = (idx[change.after[0]], idx[change.after[1] - 1] + 1)
             changes.append(change)
-    return SeriesDetection(changes, cv, bounds)
+    return SeriesDetection(changes, cv, bounds, settled_before)

@@ -61,6 +61,13 @@ def search_start(m: int, old_m: int, prior: Sequence[int], params: DetectionPara
     return start
 
 
+def tail_points(params: DetectionParams) -> int:
+    """How many points before the new ones a bounded read of a grown series starts with: the
+    noise span and a search window with the runs its first test looks back on (the detection
+    asks for more, :class:`~.segmented.TailTooShort`, when change points push the window back)."""
+    return max(params.noise_points, int((MIN_WINDOWS + GAP_WINDOWS + 2) * params.window) + 2)
+
+
 def local_prior(idx: Sequence[int], prior: Sequence[int]) -> list[int]:
     """Positions in ``idx`` (sorted point indices of one stretch) of the change points ``prior``
     (point indices) that lie in the stretch."""

@@ -345,9 +345,7 @@ def _update_entry(entry: dict, points: list[dict]) -> None:
 
 def _count_runs(store: HistoryStore, extra: set[Path] = frozenset()) -> int:
     """Run folders under runs/, plus ``extra`` ones about to be created."""
-    runs = store.path / "runs"
-    existing = {run for month in runs.iterdir() if month.is_dir() for run in month.iterdir() if run.is_dir()} if runs.is_dir() else set()
-    return len(existing | set(extra))
+    return len(store.run_folders() | set(extra))
 
 
 def _raw_dir(result_path: Path, cell_id: str) -> Path | None:

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
@@ -27,6 +28,8 @@ from ..errors import PublishError
 from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
 from ..servers.source_build import sigterm_raises
 from .ingest import IngestReport, ingest, input_files, load_all
+from .partial import PartialCheckout, configure as configure_partial, sparse_patterns
+from .series import month_of
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
@@ -100,6 +103,7 @@ def publish(
     site_subdir: str | None = None,
     shallow: bool = True,
     strict: bool = False,
+    run_days: Iterable[int] = (),
 ) -> PublishReport:
     """Ingest ``results`` into ``<checkout>/<history_subdir>`` on ``branch`` and push.
 
@@ -115,7 +119,10 @@ def publish(
     (and, if given, at most ``max_retries`` times).
 
     ``shallow``: fetch only the branch tips (``--depth 1``), so a publish costs the night's
-    work, not the branch's past (not for an existing work tree, which is used as it is).
+    work, not the branch's past (not for an existing work tree, which is used as it is); and
+    the history's tip in part (history/partial.py): its small files and the months the
+    results fall in, the rest fetched when a reader needs it. ``run_days``: the retention
+    periods in days; the run folders of the months retention prunes tonight are checked out.
     ``site_branch``: ``branch`` then holds the history (a data branch nobody publishes) and
     ``site_branch`` only ``<site_subdir>/`` (what the browser loads); both are pushed in one
     atomic push, so either both land or neither does (docs/history-format.md, "Branches").
@@ -130,11 +137,12 @@ def publish(
         _check_site_split(branch, site_branch, history_subdir, site_subdir)
     remote_str = check_repo_arg(str(remote))
     paths = input_files(results)
-    load_all(paths)                             # every file valid before any git work
+    loaded = load_all(paths)                    # every file valid before any git work
+    months = _night_months(loaded, run_days)
     with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
         return _publish(paths, remote_str, branch, history_subdir, message, max_retries,
                         _before_commit_hooks(before_commit, before_commit_store), workdir,
-                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow, strict)
+                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow, strict, months)
 
 
 def _before_commit_hooks(before_commit, before_commit_store) -> Callable[[Path, HistoryStore], None] | None:
@@ -150,8 +158,27 @@ def _before_commit_hooks(before_commit, before_commit_store) -> Callable[[Path, 
     return hooks
 
 
+def _night_months(results: list[dict], run_days: Iterable[int], now: datetime | None = None) -> tuple[list[str], list[str]]:
+    """(shard months, run-folder months) a partial checkout starts with: the months the results
+    fall in, this month and the last (detection asks for more of each series it reads:
+    detect/runner.py ``_prefetch``), and for each retention period the months whose runs pass
+    it tonight (with a month and a half of slack for nights without a publish)."""
+    now = now or datetime.now(timezone.utc)
+    ours = {month_of(r["run"]["timestamp"]) for r in results if isinstance((r.get("run") or {}).get("timestamp"), str)}
+    shards = ours | {now.strftime("%Y-%m"), (now.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")}
+    runs = set(ours)
+    for days in run_days:
+        newest = now - timedelta(days=days)
+        day = newest - timedelta(days=45)
+        while day <= newest:
+            runs.add(day.strftime("%Y-%m"))
+            day += timedelta(days=14)
+        runs.add(newest.strftime("%Y-%m"))
+    return sorted(shards), sorted(runs)
+
+
 def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
-             site_branch, site_subdir, shallow, strict=False):
+             site_branch, site_subdir, shallow, strict=False, months=None):
     in_place = is_worktree(remote_str)
     temp = None
     if in_place:
@@ -176,7 +203,8 @@ def _publish(paths, remote_str, branch, history_subdir, message, max_retries, be
                 git("remote", "set-url", "--", "origin", remote_str)
             else:
                 git("remote", "add", "--", "origin", remote_str)
-        layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place, strict)
+        layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place, strict,
+                         months if shallow and not in_place and months is not None else None)
         return _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for)
     finally:
         if temp is not None:
@@ -194,6 +222,9 @@ class _Layout:
     site_subdir: str | None
     shallow: bool
     strict: bool = False     # ingest --strict: a known run_id/cell_id with other numbers fails the publish
+    #: a partial checkout of the history (history/partial.py): (shard months, run-folder months)
+    #: it starts with; None: the whole tree on disk
+    partial: tuple[list[str], list[str]] | None = None
 
 
 _SITE_INDEX = "vkbench-site.index"   # the site branch's own index file inside .git
@@ -248,7 +279,8 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
     messages: list[str] = []
 
     def try_once(attempt: int) -> PublishReport:
-        _reset_to_remote(git, branch, ref, shallow=layout.shallow)
+        patterns = None if layout.partial is None else sparse_patterns(layout.history_subdir, *layout.partial)
+        _reset_to_remote(git, branch, ref, shallow=layout.shallow, sparse=patterns)
         # the branch's content is outside input: a symlinked history (or a folder on the way)
         # would take the ingest out of the checkout
         check_no_symlink(root, root / layout.history_subdir, "history")
@@ -256,12 +288,15 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         if layout.site_branch is not None:
             site_parent = _checkout_site(git, root, layout)
             check_no_symlink(root, root / layout.site_subdir, "site")
-        store = HistoryStore(root / layout.history_subdir)
+        store = HistoryStore(root / layout.history_subdir,
+                             checkout=PartialCheckout(root, git) if patterns is not None else None)
         report = ingest(store, paths, strict=layout.strict)
         if before_commit is not None:
             before_commit(root, store)
         data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]
-        git("add", "-A", "--", *data_paths)
+        # --sparse: new files (a new month's shards) may lie outside the checkout's patterns;
+        # tracked files not on disk are never taken for deleted
+        git("add", "-A", *(["--sparse"] if patterns is not None else []), "--", *data_paths)
         data_changed = git("diff", "--cached", "--quiet", check=False).returncode != 0
         site_commit = None
         if layout.site_branch is not None:
@@ -309,7 +344,9 @@ def update_branch(
     """Apply one change to the branch and push it, with publish's retry loop: every attempt starts
     from the remote tip (a shallow fetch), calls ``apply(checkout_root)`` (it writes the change,
     e.g. a confirmation or bisect record into ``history/``, and returns what it reports), commits
-    whatever changed and pushes without force. Nothing changed: no commit, ``pushed`` False."""
+    whatever changed and pushes without force. Nothing changed: no commit, ``pushed`` False.
+    The checkout is partial, as publish's: ``apply`` reads the history through HistoryStore,
+    which fetches what is not on disk."""
     check_branch_name(branch)
     remote_str = check_repo_arg(str(remote))
     messages: list[str] = []
@@ -321,10 +358,14 @@ def update_branch(
         git("remote", "add", "--", "origin", remote_str)
         ref = f"refs/remotes/origin/{branch}"
 
+        # a partial checkout (history/partial.py): the history's own files and this month's and the
+        # last one's shards; what apply's readers need besides is fetched when they read it
+        patterns = sparse_patterns("history", _night_months([], ())[0])
+
         def try_once(attempt: int) -> UpdateReport:
-            _reset_to_remote(git, branch, ref, shallow=True)
+            _reset_to_remote(git, branch, ref, shallow=True, sparse=patterns)
             output = apply(root)
-            git("add", "-A")
+            git("add", "-A", "--sparse")
             if git("diff", "--cached", "--quiet", check=False).returncode == 0:
                 return UpdateReport(False, attempt, None, output, messages)
             git("-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}", "commit", "-q", "--no-verify", "-m", message)
@@ -373,13 +414,21 @@ def _commit_site(git: _Git, root: Path, layout: _Layout, parent: str | None, mes
     return git("-c", f"user.name={AUTHOR[0]}", "-c", f"user.email={AUTHOR[1]}", *args).stdout.strip()
 
 
-def _reset_to_remote(git: _Git, branch: str, ref: str, *, shallow: bool = False) -> None:
+def _reset_to_remote(git: _Git, branch: str, ref: str, *, shallow: bool = False, sparse: list[str] | None = None) -> None:
     """Make the checkout exactly the remote branch (or an empty orphan if it has none);
     ``shallow``: fetch its tip only (the past is never read, and pushing on top of a shallow
-    tip is an ordinary fast-forward for the remote)."""
+    tip is an ordinary fast-forward for the remote). ``sparse``: a partial clone (no file
+    contents fetched but those checked out) with these sparse-checkout patterns
+    (history/partial.py); a remote that cannot filter sends everything, and it still works."""
     exists = bool(git("ls-remote", "--heads", "origin", f"refs/heads/{branch}").stdout.strip())
+    if sparse is not None:
+        configure_partial(git)
+        git_dir = Path(git("rev-parse", "--absolute-git-dir").stdout.strip())
+        (git_dir / "info").mkdir(exist_ok=True)
+        (git_dir / "info" / "sparse-checkout").write_text("\n".join(sparse) + "\n", encoding="utf-8")
     if exists:
-        git("fetch", "-q", *(["--depth", "1"] if shallow else []), "origin", f"+refs/heads/{branch}:{ref}")
+        git("fetch", "-q", *(["--depth", "1"] if shallow else []), *(["--filter=blob:none"] if sparse is not None else []),
+            "origin", f"+refs/heads/{branch}:{ref}")
         git("checkout", "-q", "-f", "-B", branch, ref)
         git("reset", "-q", "--hard", ref)
         git("clean", "-q", "-f", "-d")

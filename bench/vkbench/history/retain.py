@@ -93,6 +93,7 @@ def retain(history: str | Path, *, keep_raw_days: int | None = None, keep_result
     if not runs_dir.is_dir() or (keep_raw_days is None and keep_results_days is None):
         return report
     keep = incident_runs(store)
+    _check_out_prunable(store, now, [d for d in (keep_raw_days, keep_results_days) if d is not None])
     policy = {"keep_raw_days": keep_raw_days, "keep_results_days": keep_results_days}
     with store.lock():
         for month_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir() and _MONTH.match(p.name)):
@@ -104,6 +105,33 @@ def retain(history: str | Path, *, keep_raw_days: int | None = None, keep_result
                         fh.write(json.dumps(entry, sort_keys=True) + "\n")
                 report.removed.extend(str((run_dir / r).relative_to(store.path)) for r in removed)
     return report
+
+
+def _check_out_prunable(store: HistoryStore, now: datetime, periods: list[int]) -> None:
+    """In a partial checkout (history/partial.py), the run folders of months wholly past the
+    shortest period that still hold a result copy or a raw output: what retention would prune
+    there, and their logs (the night's own months are checked out already). Once pruned, a
+    month holds neither and is never checked out again, so only the first pruning of an old
+    history costs its past."""
+    co = store.checkout
+    if co is None or not periods:
+        return
+    runs = (co.relative(store.path / "runs") or "") + "/"
+    cutoff = now - timedelta(days=min(periods))
+    wanted = []
+    folders = set()
+    for rel in co.absent():
+        if not rel.startswith(runs):
+            continue
+        parts = rel[len(runs):].split("/")
+        if len(parts) < 3 or not _MONTH.match(parts[0]) or _month_end(parts[0]) >= cutoff:
+            continue
+        if parts[-1] != RETENTION_LOG:
+            wanted.append(rel)
+            folders.add("/".join(parts[:2]))
+    wanted += [rel for rel in co.absent() if rel.startswith(runs) and rel.endswith("/" + RETENTION_LOG)
+               and "/".join(rel[len(runs):].split("/")[:2]) in folders]
+    store.materialize(co.root / rel for rel in wanted)
 
 
 def _prune_run(run_dir: Path, month: str, now: datetime, keep_raw_days, keep_results_days, incident: bool,

@@ -29,8 +29,9 @@ from ..errors import ResultFileError
 from ..files import directory_lock, read_json_object, utc_now, write_json
 from ..results.checks import check_point, is_safe_id
 from .checked import closed_shards_digest, read_ledger, write_ledger
+from .partial import PartialCheckout, find as find_partial
 from .detect_file import check_detection
-from .series import sort_key
+from .series import month_of, sort_key
 
 #: 2: index entries record ``shard_digests`` (lines, bytes, sha256 per month shard).
 #: 3: shard files are named ``<YYYY-MM>.<sid>.jsonl`` (were ``<YYYY-MM>.jsonl``): git pairs a blob
@@ -41,6 +42,8 @@ from .series import sort_key
 #: Older histories are read (layout of their version; v1: point totals checked per series) and
 #: migrated by the next ingest or by ``vkbench history migrate``.
 HISTORY_VERSION = 3
+#: HistoryStore(checkout=...) default: find the partial checkout the history lies in, if any.
+_FIND = object()
 OLDEST_READABLE_VERSION = 1
 #: The first version whose shard files end in the series id.
 SID_NAMED_SHARDS = 3
@@ -125,10 +128,14 @@ class HistoryStore:
     when the index records another digest for it. The points handed out are shared between
     readers of the same store: read them, do not change them."""
 
-    def __init__(self, path: str | os.PathLike, *, version: int | None = None):
+    def __init__(self, path: str | os.PathLike, *, version: int | None = None, checkout=_FIND):
         """``version``: the history's format version when the caller has read it already (a
-        worker handed one series); otherwise read from the history on first need."""
+        worker handed one series); otherwise read from the history on first need.
+        ``checkout``: the :class:`~.partial.PartialCheckout` the history lies in (publish's),
+        None for a complete history; by default found on first need (:func:`.partial.find`)."""
         self.path = Path(path)
+        self._checkout = checkout
+        self._rel_prefix: str | None = None
         #: Set by :meth:`migrate` when this process upgraded an older history ("1 -> 3").
         self.migrated: str | None = None
         #: The history's format version (its shard file names depend on it): read lazily.
@@ -139,6 +146,88 @@ class HistoryStore:
         self._sorted: dict[str, tuple[list[_ParsedShard], list[dict]]] = {}
         #: checked.json as read (history/checked.py): series -> digest of its line-checked closed shards.
         self._ledger: dict[str, str] | None = None
+
+    # -- a history on disk in part (history/partial.py) ---------------------------------------
+    @property
+    def checkout(self) -> PartialCheckout | None:
+        if self._checkout is _FIND:
+            self._checkout = find_partial(self.path) if self.path.is_dir() else None
+        return self._checkout
+
+    def _is_absent(self, path: str | os.PathLike) -> bool:
+        """Tracked by the partial checkout but not on disk (a path under this history)."""
+        co = self.checkout
+        if co is None:
+            return False
+        if self._rel_prefix is None:
+            self._rel_prefix = co.relative(self.path) or ""
+        text = str(path)
+        base = str(self.path)
+        if not text.startswith(base):
+            return co.is_absent(path)
+        rel = (self._rel_prefix + text[len(base):].replace(os.sep, "/")).lstrip("/")
+        return rel in co.absent()
+
+    def materialize(self, paths: Iterable[str | os.PathLike]) -> int:
+        """Check out those of ``paths`` a partial checkout holds but not on disk (one batch);
+        nothing for a complete history. Returns how many."""
+        co = self.checkout
+        if co is None:
+            return 0
+        wanted = [p for p in paths if self._is_absent(p)]
+        return co.materialize(wanted) if wanted else 0
+
+    def materialize_months(self, wanted: dict[str, Iterable[str]]) -> int:
+        """``{sid: months}``: their shards on disk (one batch for all series)."""
+        if self.checkout is None:
+            return 0
+        return self.materialize(self.shard_path(sid, m) for sid, months in wanted.items() for m in months)
+
+    def tail_months(self, entry: dict, at_least: int) -> list[str]:
+        """The months :meth:`read_series_tail` reads for ``at_least`` points (all of them for a
+        series whose index records no line counts)."""
+        digests = entry.get("shard_digests") or {}
+        months = sorted(entry.get("shards") or [])
+        if any(not isinstance((digests.get(m) or {}).get("lines"), int) for m in months):
+            return months
+        count, first = 0, len(months)
+        while first > 0 and count < at_least:
+            first -= 1
+            count += digests[months[first]]["lines"]
+        return months[first:]
+
+    def materialize_runs(self, runs: Iterable[tuple[Iterable[str], dict]], series: dict) -> int:
+        """``[(series ids, {"run_id", "timestamp"})]``: those runs' folders (result copies, raw
+        outputs, profiles) and the shards of those series in those months, on disk in one batch:
+        what the profile and instruction diffs of incidents read. ``series``: index.json's."""
+        co = self.checkout
+        if co is None:
+            return 0
+        paths: list[Path] = []
+        folders: set[str] = set()
+        for sids, ref in runs:
+            stamp, run_id = (ref or {}).get("timestamp"), (ref or {}).get("run_id")
+            if not isinstance(stamp, str) or not isinstance(run_id, str) or not is_safe_id(run_id):
+                continue
+            month = month_of(stamp)
+            folders.add((co.relative(self.run_dir(month, run_id)) or "") + "/")
+            paths += [self.shard_path(sid, month) for sid in sids if month in ((series.get(sid) or {}).get("shards") or [])]
+        folders.discard("/")
+        paths += [co.root / p for p in co.absent() if any(p.startswith(f) for f in folders)] if folders else []
+        return self.materialize(paths)
+
+    def run_folders(self) -> set[Path]:
+        """Every ``runs/<month>/<run_id>`` folder: on disk, or (a partial checkout) only in git."""
+        runs = self.path / "runs"
+        found = {run for month in runs.iterdir() if month.is_dir() for run in month.iterdir() if run.is_dir()} if runs.is_dir() else set()
+        co = self.checkout
+        if co is not None:
+            prefix = (co.relative(runs) or "") + "/"
+            for rel in co.absent():
+                parts = rel[len(prefix):].split("/") if rel.startswith(prefix) else ()
+                if len(parts) >= 3:
+                    found.add(runs / parts[0] / parts[1])
+        return found
 
     # -- paths ---------------------------------------------------------------------------------
     @property
@@ -237,17 +326,27 @@ class HistoryStore:
         directory = self.series_dir(sid)
         if not directory.is_dir():
             return []
-        names = (shard_file_month(p.name) for p in directory.glob("*.jsonl"))
+        found = [p.name for p in directory.glob("*.jsonl")]
+        if self.checkout is not None:          # and those a partial checkout keeps in git
+            found += [n for n in self.checkout.absent_names(directory) if n.endswith(".jsonl")]
+        names = (shard_file_month(name) for name in set(found))
         return sorted(m for m in names if m is not None)
 
+    def _materialized(self, path: Path) -> None:
+        if self._is_absent(path):
+            self.materialize([path])
+
     def read_shard(self, sid: str, month: str) -> list[dict]:
-        return read_jsonl(self.shard_path(sid, month))
+        path = self.shard_path(sid, month)
+        self._materialized(path)
+        return read_jsonl(path)
 
     def verify_shard(self, sid: str, month: str, entry: dict, data: bytes | None = None) -> bytes:
         """The shard's bytes, after checking them against what the index records (exit 7 naming
         the file otherwise). Entries of a version-1 index have no digests: checked per series."""
         path = self.shard_path(sid, month)
         if data is None:
+            self._materialized(path)
             try:
                 data = path.read_bytes()
             except FileNotFoundError:
@@ -303,6 +402,7 @@ class HistoryStore:
         key = str(path)
         expected = (entry.get("shard_digests") or {}).get(month)
         known = self._parsed.get(key)
+        self._materialized(path)
         try:
             before = os.stat(key)
         except FileNotFoundError:
@@ -345,6 +445,10 @@ class HistoryStore:
             version = self.layout_version()
             for month in entry.get("shards") or []:
                 path = os.path.join(directory, shard_file_name(sid, month, version))
+                if digests.get(month) is not None and self._is_absent(path):
+                    # in git, not on disk: what the tree holds (checked when read, partial.py)
+                    found[month] = {"bytes": digests[month]["bytes"], "sha256": digests[month]["sha256"]}
+                    continue
                 known = self._parsed.get(path)
                 if known is not None and "sha256" in known.digest:
                     try:
@@ -386,6 +490,8 @@ class HistoryStore:
         for month in sorted(listed):
             path = self.shard_path(sid, month)
             expected = (entry.get("shard_digests") or {}).get(month)
+            if self._is_absent(path):
+                continue        # in git, not on disk: checked when read (partial.py)
             if deep and month in checked and expected is not None:
                 self.verify_shard(sid, month, entry)   # the bytes the ledger's line check saw; not parsed
                 continue
@@ -440,6 +546,7 @@ class HistoryStore:
             if entry is None:
                 raise ResultFileError(f"{self.index_path}: no series {sid}", hint="list the series with the site or index.json")
         self.check_series_files(sid, entry)
+        self.materialize_months({sid: entry.get("shards") or []})
         points: list[dict] = []
         shards = []
         checked = self.lines_checked_months(sid, entry)
@@ -481,6 +588,7 @@ class HistoryStore:
             count += digests[months[first]]["lines"]
         if first == 0:
             return 0, self.read_series(sid, entry)
+        self.materialize_months({sid: months[first:]})
         checked = self.lines_checked_months(sid, entry)
         points: list[dict] = []
         with _collector_paused():
@@ -488,6 +596,20 @@ class HistoryStore:
                 points.extend(self._parsed_shard(sid, month, entry, lines_checked=month in checked)[1])
         points.sort(key=sort_key)
         return sum(digests[m]["lines"] for m in months[:first]), points
+
+    def points_of_runs(self, sid: str, entry: dict, refs: Iterable[dict]) -> list[dict]:
+        """The points of the months the runs ``refs`` (``{"run_id", "timestamp"}``, as change
+        points and incidents name them) fall in, each shard checked as :meth:`shard_points` does:
+        a reader of a few named runs (the last good and first bad run of an incident) reads those
+        months, not the series' past. A ref without a timestamp: the whole series."""
+        months = set()
+        for ref in refs:
+            stamp = (ref or {}).get("timestamp")
+            if not isinstance(stamp, str):
+                return self.read_series(sid, entry)
+            months.add(month_of(stamp))
+        listed = set(entry.get("shards") or [])
+        return [p for month in sorted(months & listed) for p in self.read_checked_shard(sid, month, entry)]
 
     def _missing(self, sid: str, month: str) -> ResultFileError:
         """A listed shard that is not there; when it is there under the other layout's name, a
@@ -506,6 +628,7 @@ class HistoryStore:
         """All points of a series from whatever shards exist (rebuild and migration only)."""
         points: list[dict] = []
         digests: dict[str, dict] = {}
+        self.materialize_months({sid: self.shard_months(sid)})
         for month in self.shard_months(sid):
             path = self.shard_path(sid, month)
             data = path.read_bytes()
@@ -673,7 +796,7 @@ class HistoryStore:
             index["series"] = series
             index["history_version"] = self._version
             runs = self.path / "runs"
-            index["runs"] = sum(1 for m in runs.iterdir() if m.is_dir() for r in m.iterdir() if r.is_dir()) if runs.is_dir() else 0
+            index["runs"] = len(self.run_folders())
             self.write_index(index)
             self.pending_index_path.unlink(missing_ok=True)
             self.write_format(force=True)

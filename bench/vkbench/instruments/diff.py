@@ -163,7 +163,7 @@ def attach_instruction_diffs(store, incidents: list[dict], change_points: list[d
             sid = cp["series_id"]
             if sid not in series_index:
                 continue
-            by_run = {p.get("run_id"): p for p in store.read_series(sid, series_index[sid])}
+            by_run = {p.get("run_id"): p for p in store.points_of_runs(sid, series_index[sid], (cp["good"], cp["bad"]))}
             sides = [by_run.get(cp["good"].get("run_id")), by_run.get(cp["bad"].get("run_id"))]
             if not all(sides):
                 continue

@@ -6,7 +6,7 @@ incident, so the issue and the job summary show which functions grew."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..history.series import month_of
 from ..results.io import load_result
@@ -16,7 +16,9 @@ from .diff import profile_diff, stacks_path
 #: Rows of the "which functions changed" table kept in detect.json per incident.
 INCIDENT_ROWS = 10
 
-PointsOf = Callable[[str], list[dict]]
+#: ``points_of(series id, runs)``: points of the series that include those runs (``{"run_id",
+#: "timestamp"}``), e.g. :meth:`HistoryStore.points_of_runs`: the months they fall in, not the past.
+PointsOf = Callable[[str, Sequence[dict]], list[dict]]
 
 
 def _profile_of(history_dir: Path, point: dict) -> tuple[dict[str, int], dict] | None:
@@ -37,7 +39,7 @@ def incident_profiles(history_dir: Path, incident: dict, points_of: PointsOf, se
     for sid in incident.get("series_ids") or []:
         if sid not in series_ids:
             continue
-        by_run = {p.get("run_id"): p for p in points_of(sid)}
+        by_run = {p.get("run_id"): p for p in points_of(sid, (good, bad))}
         before_point, after_point = by_run.get(good.get("run_id")), by_run.get(bad.get("run_id"))
         if not before_point or not after_point:
             continue

@@ -457,7 +457,8 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
         }
 
     advice = insights.advice_data(history.root, references, history.store)
-    profiles = insights.incident_profile_docs(history, detect, history.read_points)
+    profiles = insights.incident_profile_docs(
+        history, detect, lambda sid, runs: history.store.points_of_runs(sid, history.series[sid], runs))
     for incident_id, doc in profiles.items():
         write(stage / "data" / "profiles" / f"{_safe_id(incident_id)}.json", doc)
 

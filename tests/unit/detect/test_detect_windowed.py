@@ -66,6 +66,23 @@ def _comparable(doc: dict) -> dict:
     return json.loads(json.dumps({k: v for k, v in doc.items() if k != "generated"}))
 
 
+#: What a settled change point keeps from the night it was last tested, where a full run tests it
+#: again with tonight's noise (docs/detection.md, "Windowed detection").
+TESTED_AGAIN = ("p_value", "p_runs")
+
+
+def _settled_comparable(doc: dict) -> dict:
+    out = _comparable(doc)
+    for record in out["change_points"] + out["incidents"]:
+        for key in TESTED_AGAIN:
+            record.pop(key, None)
+    return out
+
+
+def _by_key(doc: dict) -> dict:
+    return {(cp["series_id"], cp["metric"], cp["index"]): cp for cp in doc["change_points"]}
+
+
 @pytest.fixture
 def small_windows(monkeypatch):
     """Windows of one test window (20 runs), so a history of a hundred nights is windowed
@@ -105,7 +122,7 @@ def test_windowed_detection_equals_a_full_run_night_after_night(tmp_path, monkey
     run_detection(history)
     offered, searched = _spy(monkeypatch)
     annotations: list[dict] = []
-    windowed_nights = incidents_seen = 0
+    windowed_nights = incidents_seen = settled = window_searched = 0
     for night in range(40, LAST_NIGHT + 1):
         results = _night(tmp_path, night, rng)
         if night == LATE_NIGHT:         # io-threads 2 reran a night of last week (a later hour)
@@ -119,10 +136,20 @@ def test_windowed_detection_equals_a_full_run_night_after_night(tmp_path, monkey
         shutil.copytree(history, full_copy)
         offered.clear()
         searched.clear()
+        before = json.loads((history / "detect.json").read_text())
         incremental = run_detection(history, annotations)
         full = run_detection(full_copy, annotations, full=True)
-        assert _comparable(incremental) == _comparable(full), f"night {night}"
-        assert _comparable(json.loads((history / "detect.json").read_text())) == _comparable(full)
+        # the same change points, runs, levels and incidents as a full run...
+        assert _settled_comparable(incremental) == _settled_comparable(full), f"night {night}"
+        assert _comparable(json.loads((history / "detect.json").read_text())) == _comparable(incremental)
+        # ...each tested exactly as in a full run, or settled: before the window searched (or in
+        # an older segment), with the p-values of the night it was last tested
+        previous, now, full_cps = _by_key(before), _by_key(incremental), _by_key(full)
+        for key, cp in now.items():
+            if cp != full_cps[key]:
+                assert key in previous, f"night {night}: {key}"
+                settled += 1
+                assert [cp[k] for k in TESTED_AGAIN] == [previous[key][k] for k in TESTED_AGAIN], f"night {night}: {key}"
         went_windowed = {sid for sid, ok in offered if ok}
         if night == ANNOTATED_NIGHT:
             assert went_windowed == set(), "other annotations: every series in full"
@@ -132,10 +159,12 @@ def test_windowed_detection_equals_a_full_run_night_after_night(tmp_path, monkey
         elif night >= 60:               # enough points for a window
             assert went_windowed == set(full["series_state"]), f"night {night}"
             windowed_nights += 1
-            assert any(start > 0 for start in searched)
+            # a window searched; not in the first 40 nights of a segment (a new machine on night
+            # 80): that segment is searched whole, the older one's change points are settled
+            window_searched += any(start > 0 for start in searched)
         incidents_seen += len(full["incidents"])
         shutil.rmtree(full_copy)
-    assert windowed_nights > 50
+    assert windowed_nights > 50 and settled > 0 and window_searched >= 20
     changes = {(cp["series_id"][:6], cp["metric"], cp["index"]) for cp in full["change_points"]}
     assert len(changes) >= 8 and incidents_seen > 0     # the steps were found, windowed as in full
     assert any(cp["baseline_reset"] for cp in full["change_points"])
@@ -215,4 +244,37 @@ def test_windowed_detection_in_worker_processes_equals_a_full_run(tmp_path, monk
     assert searched == []                     # the series were detected in the workers...
     run_detection(tmp_path / "full", jobs=1, write=False)
     assert searched and all(start > 0 for start in searched)     # ...windowed, as here
-    assert _comparable(windowed_doc) == _comparable(run_detection(tmp_path / "full", full=True, jobs=2))
+    assert _settled_comparable(windowed_doc) == _settled_comparable(run_detection(tmp_path / "full", full=True, jobs=2))
+
+
+def test_a_grown_series_is_read_from_its_latest_months_only(tmp_path, monkeypatch, small_windows):
+    """Issue 23: a night reads the months its detection needs (the noise span, the window and the
+    runs its tests look back on), not the series' past, and finds what a full run finds."""
+    params = DetectionParams(noise_points=30, window=10)     # a tail of 42 points: two months of the four
+    rng = np.random.default_rng(5)
+    history = tmp_path / "h"
+    ingest(HistoryStore(history), [p for night in range(100) for p in _night(tmp_path, night, rng)])
+    run_detection(history, params=params)
+    offsets: dict[str, int] = {}        # series -> index of the first point its detection read
+    detect_points = runner._detect_points
+
+    def spy(sid, entry, points, offset, *args):
+        found = detect_points(sid, entry, points, offset, *args)
+        offsets[sid] = offset
+        return found
+
+    monkeypatch.setattr(runner, "_detect_points", spy)
+    bounded_nights = 0
+    for night in range(100, 135):
+        ingest(HistoryStore(history), _night(tmp_path, night, rng))
+        shutil.copytree(history, tmp_path / "full")
+        offsets.clear()
+        incremental = run_detection(history, params=params, jobs=1)
+        assert len(offsets) == 4
+        bounded_nights += all(offset > 0 for offset in offsets.values())
+        full = run_detection(tmp_path / "full", params=params, full=True, jobs=1)
+        assert _settled_comparable(incremental) == _settled_comparable(full), f"night {night}"
+        shutil.rmtree(tmp_path / "full")
+    assert bounded_nights >= 30
+    # the -10 % step of night 112 was found in the months read
+    assert any(cp["index"] >= 112 and cp["direction"] == "regression" for cp in incremental["change_points"])

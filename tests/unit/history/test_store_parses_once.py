@@ -98,7 +98,8 @@ def test_publish_hands_the_ingest_store_to_detection_and_the_site(tmp_path, monk
         build_site(root / "history", root / "site", store=store)
         seen.extend(path.name.split(".")[0] for path in parses[ingested:])
 
-    report = publish([tmp_path / "r2"], str(remote), "gh-pages", before_commit_store=after_ingest)
+    # the whole tree on disk (shallow=False: no partial checkout), so the ingest checks every shard
+    report = publish([tmp_path / "r2"], str(remote), "gh-pages", before_commit_store=after_ingest, shallow=False)
     # detection and the site parsed again only the shards the ingest wrote, each once
     assert report.pushed and seen == ["2026-10"] * len(report.ingest.series)
 

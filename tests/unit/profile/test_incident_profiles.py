@@ -29,7 +29,8 @@ def test_incident_gets_the_profile_diff_in_detect_and_markdown(tmp_path):
     facts = factory.write_history(history, tmp_path / "results")
     store = HistoryStore(history)
     incidents = json.loads((history / "detect.json").read_text())["incidents"]
-    attach_profile_diffs(store.path, incidents, store.read_series, store.index()["series"])
+    series = store.index()["series"]
+    attach_profile_diffs(store.path, incidents, lambda sid, runs: store.points_of_runs(sid, series[sid], runs), series)
     diff = incidents[0]["profile_diff"]
     assert diff["series_id"] == facts["sid"] and diff["rows"][0]["function"] == "slowHelper"
     incident = {**incidents[0], "title": "t"}
@@ -38,7 +39,7 @@ def test_incident_gets_the_profile_diff_in_detect_and_markdown(tmp_path):
     # An incident without profiles on both sides gets nothing.
     other = {**incidents[0], "good": {"run_id": "nope"}}
     other.pop("profile_diff")
-    attach_profile_diffs(store.path, [other], store.read_series, store.index()["series"])
+    attach_profile_diffs(store.path, [other], lambda sid, runs: store.points_of_runs(sid, series[sid], runs), series)
     assert "profile_diff" not in other
 
 
@@ -95,5 +96,6 @@ def test_a_profile_file_outside_the_run_folder_is_refused(tmp_path):
     copied_raw = run_copy.parent / f"{cell_id}.raw"
     shutil.rmtree(copied_raw)
     copied_raw.symlink_to(secret)
+    series = store.index()["series"]
     with pytest.raises(ResultFileError, match="leads outside the run folder"):
-        attach_profile_diffs(store.path, incidents, store.read_series, store.index()["series"])
+        attach_profile_diffs(store.path, incidents, lambda sid, runs: store.points_of_runs(sid, series[sid], runs), series)

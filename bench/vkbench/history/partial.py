@@ -1,0 +1,155 @@
+"""A history on disk in part (issue 23): a partial clone with a sparse checkout.
+
+A publish fetches the branch tip without file contents (``git fetch --depth 1 --filter=blob:none``:
+commits and trees only) and checks out what a night reads: the history's small files, its
+fingerprints, and the month shards and run folders of the months it touches. Ten years of
+shards stay in git, listed in the index with the skip-worktree bit, and cost nothing until read.
+
+Every reader goes through :class:`~.store.HistoryStore`, which asks this module for a shard that
+is tracked but not on disk: :meth:`PartialCheckout.materialize` adds it to the sparse checkout
+(``git sparse-checkout add``), and git fetches the missing contents in one batch. So what a
+night checks out first is only a prefetch: a reader that needs an older month gets it, slower.
+
+Integrity: a shard that is not on disk is what git's tree says it is (content-addressed, checked
+when fetched); the store checks its bytes against index.json (size and sha256) the moment it is
+read. Nothing writes a shard that is not on disk: the months a night writes are checked out first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import PublishError
+
+#: What every sparse checkout of a history branch holds besides the months a night reads: the
+#: branch's top level (and the site folders of a one-branch layout), the history's own files and
+#: fingerprints; neither a series shard nor a run folder.
+BASE_PATTERNS = ("/*", "!/{h}/series/*/*/*", "!/{h}/runs/*/")
+
+_GIT_SETTINGS = (
+    # a lazily fetched object must not start a background gc or maintenance in the checkout
+    ("gc.auto", "0"), ("maintenance.auto", "false"), ("fetch.writeCommitGraph", "false"),
+    ("core.sparseCheckout", "true"), ("core.sparseCheckoutCone", "false"),
+)
+
+
+def sparse_patterns(history_subdir: str, months: Iterable[str], run_months: Iterable[str] = ()) -> list[str]:
+    """The sparse-checkout patterns (non-cone: gitignore rules, the last match wins) of a checkout
+    holding ``months``' shards of every series and ``run_months``' run folders."""
+    h = history_subdir.strip("/")
+    out = [p.format(h=h) for p in BASE_PATTERNS]
+    out += [f"/{h}/series/*/*/{month}.*" for month in sorted(set(months))]
+    out += [f"/{h}/runs/{month}/" for month in sorted(set(run_months))]
+    return out
+
+
+def configure(git) -> None:
+    """Set the checkout up as a partial clone of ``origin`` (git settings only)."""
+    for key, value in _GIT_SETTINGS:
+        git("config", key, value)
+    git("config", "remote.origin.promisor", "true")
+    git("config", "remote.origin.partialclonefilter", "blob:none")
+
+
+class PartialCheckout:
+    """The tracked files of a sparse work tree that are not on disk, and how to get them.
+
+    ``root``: the work tree; ``git(*args, check=True)``: runs git there (publish's runner)."""
+
+    def __init__(self, root: Path, git=None):
+        self.root = Path(root)
+        self._git = git or _runner(self.root)
+        self._absent: set[str] | None = None
+
+    def absent(self) -> set[str]:
+        """Paths (relative to the root, ``/``-separated) git tracks with the skip-worktree bit and
+        that are not on disk. Read once (``git ls-files -t``), then kept up to date."""
+        if self._absent is None:
+            out = self._git("ls-files", "-t", "-z").stdout
+            found = set()
+            for item in out.split("\0"):
+                if item.startswith("S "):
+                    found.add(item[2:])
+            self._absent = {p for p in found if not os.path.lexists(self.root / p)}
+        return self._absent
+
+    def relative(self, path: str | os.PathLike) -> str | None:
+        """``path`` relative to the root, ``/``-separated; None outside the work tree."""
+        try:
+            return Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return None
+
+    def is_absent(self, path: str | os.PathLike) -> bool:
+        rel = self.relative(path)
+        return rel is not None and rel in self.absent()
+
+    def absent_names(self, directory: str | os.PathLike) -> list[str]:
+        """Names of the absent files directly in ``directory``."""
+        rel = self.relative(directory)
+        if rel is None:
+            return []
+        prefix = rel.rstrip("/") + "/"
+        return sorted(p[len(prefix):] for p in self.absent() if p.startswith(prefix) and "/" not in p[len(prefix):])
+
+    def materialize(self, paths: Iterable[str | os.PathLike]) -> int:
+        """Check out those of ``paths`` that are absent (one ``git sparse-checkout add``: git
+        fetches their contents in one batch). Returns how many. Safe from several processes
+        (detection's workers): one at a time, under a lock in the repository."""
+        wanted = sorted({rel for rel in (self.relative(p) for p in paths) if rel is not None and rel in self.absent()})
+        if not wanted:
+            return 0
+        lock = self.root / ".git" / "vkbench-sparse.lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # exact paths (ours are safe ids: no glob characters), anchored at the root
+            self._git("sparse-checkout", "add", "--", *(f"/{rel}" for rel in wanted))
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        missing = [rel for rel in wanted if not (self.root / rel).is_file()]
+        if missing:
+            raise PublishError(f"{self.root / missing[0]}: git did not check it out from the partial clone",
+                               hint="the remote must serve missing objects of a partial clone (uploadpack.allowFilter); "
+                                    "publish with --full-fetch")
+        self._absent.difference_update(wanted)
+        return len(wanted)
+
+
+def find(history_dir: str | os.PathLike) -> PartialCheckout | None:
+    """The partial checkout ``history_dir`` lies in, if it does: a git work tree whose sparse
+    checkout is on (as publish leaves it for the steps after it). None otherwise (a complete
+    history: every reader finds every file)."""
+    here = Path(history_dir).resolve()
+    for top in (here, *here.parents):
+        dot_git = top / ".git"
+        if dot_git.is_dir():
+            if not (dot_git / "info" / "sparse-checkout").is_file():
+                return None
+            run = _runner(top)
+            if run("config", "--bool", "core.sparseCheckout", check=False).stdout.strip() != "true":
+                return None
+            return PartialCheckout(top, run)
+        if dot_git.exists():
+            return None          # a linked work tree or a submodule: never sparse here
+    return None
+
+
+def _runner(root: Path):
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
+
+    def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise PublishError(f"git {' '.join(args[:3])} failed in {root}: {proc.stderr.strip() or proc.stdout.strip()}",
+                               hint="the history's partial checkout is damaged: publish again (it starts from a fresh one)")
+        return proc
+    return git
+
+
+__all__ = ["PartialCheckout", "configure", "find", "sparse_patterns"]
