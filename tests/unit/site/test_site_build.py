@@ -12,6 +12,7 @@ from vkbench.errors import MissingBinaryError, ResultFileError
 from vkbench.site import build as build_module
 from vkbench.site.build import build_site
 from vkbench.site.compact import epoch, num
+from vkbench.site.series_data import load_series
 
 import history_factory
 
@@ -66,7 +67,7 @@ def test_series_file_columns_match_the_history(built_site):
     out, _, facts = built_site
     sid = facts["regression_sid"]
     points = facts["points"][sid]
-    s = load(out / "data" / "series" / f"{sid}.json")
+    s, latency = load_series(out / "data" / "series", sid)
     assert s["n"] == len(points)
     assert decode_times(s) == [epoch(p["timestamp"]) for p in points]
     rps = s["m"]["rps"]
@@ -80,17 +81,16 @@ def test_series_file_columns_match_the_history(built_site):
     assert s["cp"] == [{"metric": "rps", "i": history_factory.REGRESSION["at"], "dir": "regression", "mag": -0.08, "incident": "inc-set-io2-x86"}]
     assert s["noise"]["rps"] == 0.012
     assert set(s["m"]) == {"rps", "p50"} and set(s["more"]) == {"avg", "min", "p95", "p99", "p999", "max"}
-    latency = load(out / "data" / "series" / f"{sid}.latency.json")
     assert latency["m"]["p99"]["med"] == [num(p["metrics"]["p99"]["median"]) for p in points]
 
 
 def test_invalid_points_flags_segments_and_annotations(built_site):
     out, _, facts = built_site
-    imp = load(out / "data" / "series" / f"{facts['improvement_sid']}.json")
+    imp = load(out / "data" / "series" / f"{facts['improvement_sid']}.json")   # the head
     assert imp["seg"] == [0, history_factory.KERNEL_UPDATE_AT]
     assert imp["notes"] == [{"i": history_factory.IMPROVEMENT["at"], "text": "io-threads prefetch batching merged", "incident": "inc-get-io2-pi"}]
     io4 = next(sid for sid, d in facts["sids"].items() if d["io_threads"] == 4)
-    s = load(out / "data" / "series" / f"{io4}.json")
+    s, _ = load_series(out / "data" / "series", io4)
     invalid = [i for i, ok in enumerate(s["ok"]) if not ok]
     assert invalid == [i for i, p in enumerate(facts["points"][io4]) if not p["valid"]] and invalid
     assert all(s["flags"][s["fl"][i]] == ["client-bound"] for i in invalid)
@@ -111,7 +111,7 @@ def test_data_files_are_compact(built_site):
     out, _, facts = built_site
     n_series, n_points = len(facts["sids"]), len(facts["sids"]) * history_factory.RUNS
     series_dir = out / "data" / "series"
-    main_bytes = sum(p.stat().st_size for p in series_dir.glob("*.json") if not p.name.endswith(".latency.json"))
+    main_bytes = sum(p.stat().st_size for p in series_dir.rglob("*.json") if not p.name.endswith(".latency.json"))
     assert main_bytes / n_points < 110, "headline file: about 100 bytes per point or less"
     assert (out / "data" / "index.json").stat().st_size / n_series < 600
     assert (out / "data" / "detect.json").stat().st_size < 4096
