@@ -203,3 +203,34 @@ def test_explicit_repo_overrides_commit_links(small_history, tmp_path):
     root, _ = small_history
     build_site(root, tmp_path, repo="me/valkey-fork")
     assert load(tmp_path / "data" / "index.json")["commit_repos"]["valkey"] == "me/valkey-fork"
+
+
+def test_a_metric_a_year_lacks_is_null_there_once_the_chunks_are_combined():
+    """Counts start in the second year: the 2026 chunk has no count column, the 2027 chunk has;
+    combined, the count is null for the 2026 points (as one file over all points had it)."""
+    from vkbench.site.series_data import SeriesState, build_series, series_files
+
+    def point(k: int, year: int, count: float | None = None) -> dict:
+        metrics = {"rps": {"median": 1000.0 + k, "ci_low": 990.0, "ci_high": 1010.0, "cv": 0.01}}
+        if count is not None:
+            metrics["instructions_per_op"] = {"median": count, "ci_low": count, "ci_high": count, "cv": 0.0001}
+        return {"run_id": f"r{k}", "timestamp": f"{year}-12-{20 + k % 10:02d}T02:00:00Z" if year == 2026 else f"{year}-01-{1 + k:02d}T02:00:00Z",
+                "fingerprint_id": "fp", "valid": True, "metrics": metrics,
+                **({"instructions_method": "m1"} if count is not None else {})}
+
+    points = [point(k, 2026) for k in range(3)] + [point(k, 2027, 2000.0 + k) for k in range(3, 5)]
+    head, chunks, _ = series_files("s", points, {}, {}, [], lambda f: None)
+    assert [(c["y"], c["i"], c["n"]) for c in head["chunks"]] == [(2026, 0, 3), (2027, 3, 2)]
+    assert "instructions_per_op" not in chunks[2026][0]["m"] and "im" not in chunks[2026][0]
+    assert head["metrics"] == ["rps", "instructions_per_op"]
+    main, _ = build_series("s", points, {}, lambda f: None)
+    assert main["m"]["instructions_per_op"]["med"] == [None, None, None, 2000.0 + 3, 2000.0 + 4]
+    assert [main["methods"][c] for c in main["im"]] == ["", "", "", "m1", "m1"]
+    assert main["bounds"] == [{"i": 3, "cut": 1, "kind": "method", "text": "method changed: none → m1"}]
+    assert main["t0"] == epoch(points[0]["timestamp"]) and len(main["dt"]) == 5
+    # The state an incremental build keeps gives the same head when the 2027 points come later.
+    state = SeriesState()
+    state.add(points[:3])
+    state = SeriesState.from_record(json.loads(json.dumps(state.record())))
+    later, _, _ = series_files("s", points[3:], {}, {}, [], lambda f: None, state=state)
+    assert later == head

@@ -295,3 +295,28 @@ def test_a_sparse_build_without_a_manifest_writes_the_whole_site(history, tmp_pa
     assert_same_tree(sparse, site)
     assert sorted(report.written) == sorted(str(p.relative_to(sparse)) for p in files_of(sparse))
     assert build_module.site_inputs(sparse)[0] == "data/build-manifest.json"
+
+
+def test_a_site_file_that_differs_from_the_manifest_gets_its_series_rebuilt(history, tmp_path):
+    """An interrupted sparse build may have moved a newer chunk in before its manifest: the next
+    build does not extend what it cannot trust (its digest differs), it rebuilds that series."""
+    root, facts = history
+    site, full = tmp_path / "site", tmp_path / "full"
+    build_site(root, site)
+    add_run(root, history_factory.RUNS, "cloud-x86")
+    sid = sorted(s for s, d in facts["sids"].items() if d["machine_class"] == "cloud-x86")[0]
+    chunk = site / "data" / "series" / sid / "2026.json"
+    data = json.loads(chunk.read_text())
+    data["ok"][0] = 0
+    chunk.write_text(json.dumps(data))
+    for sparse in (False, True):
+        work = tmp_path / f"work-{sparse}"
+        shutil.copytree(site, work)
+        report = build_site(root, work, sparse=sparse)
+        assert report.rebuilt == 1, "only the series whose chunk is not the recorded one"
+        build_site(root, full, full=True)
+        if not sparse:
+            assert_same_tree(work, full)
+        else:
+            assert f"data/series/{sid}/2026.json" in report.written
+            assert (work / "data" / "series" / sid / "2026.json").read_bytes() == (full / "data" / "series" / sid / "2026.json").read_bytes()
