@@ -614,6 +614,7 @@ def _build_into(out: _Output, old_out: Path | None, previous: dict | None, histo
             "d": [dictionaries[k].code(compact_value(dims.get(k))) for k in dim_keys],
             "n": record["n"],
             "t0": record["t0"],
+            "y": [c["y"] for c in record["chunks"]],   # its chunks: the browser fetches them with the head
             "last": record["last"],
         })
     report.appended = sum(1 for r in manifest_series.values() if r.pop("_how", None) == "appended")

@@ -48,8 +48,14 @@ const series = new Map();  // sid -> Promise of the decoded series
  */
 export async function loadSeries(sid, metric = "rps") {
   if (!series.has(sid)) {
-    const p = getJSON(`data/series/${sid}.json`).then(async (head) =>
-      combine(head, await Promise.all(head.chunks.map((c) => getJSON(`data/series/${sid}/${c.y}.json`)))));
+    const chunk = (y) => getJSON(`data/series/${sid}/${y}.json`);
+    const p = (async () => {
+      // index.json names each series' chunk years: fetch them with the head, not after it.
+      const years = (await loadIndex()).byId.get(sid)?.y || [];
+      const early = new Map(years.map((y) => [y, chunk(y)]));
+      const head = await getJSON(`data/series/${sid}.json`);
+      return combine(head, await Promise.all(head.chunks.map((c) => early.get(c.y) || chunk(c.y))));
+    })();
     series.set(sid, p);
     p.catch(() => series.delete(sid));
   }
