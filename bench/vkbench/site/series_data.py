@@ -153,7 +153,7 @@ NOISE_TAIL = 30
 
 
 def series_detect(detect: dict) -> dict[str, dict]:
-    """detect.json grouped by series: what :func:`assemble_series` needs of it, read once."""
+    """detect.json grouped by series: what :func:`assemble_head` needs of it, read once."""
     out: dict[str, dict] = {}
 
     def of(sid: str) -> dict:
