@@ -95,3 +95,44 @@ def test_markers_at_the_turn_of_the_year_and_after(two_year_site, new_page):
     assert kinds["note"] == pytest.approx(chart["all"][history_factory.IMPROVEMENT["at"]], abs=0.5)
     assert kinds["env"] == pytest.approx(chart["all"][history_factory.KERNEL_UPDATE_AT], abs=0.5)
     problems.assert_none()
+
+
+#: Every point of a series as data.js decodes it (head + chunks + latency chunks), value by value.
+DECODE = """async (sid) => {
+  const data = await import('./assets/app/data.js');
+  const s = await data.loadSeries(sid, 'p99');
+  const pts = [];
+  for (let i = 0; i < s.n; i++) {
+    const info = data.pointInfo(s, i, null);
+    pts.push([s.t[i], s.ok[i], s.commits[s.c[i]], s.versions[s.v[i]], s.fps[s.fp[i]].id, s.flags[s.fl[i]],
+              info.runUrl, s.repos ? s.repos[s.r[i]] : null, s.m.rps.med[i], s.m.rps.lo[i], s.m.p99.hi[i]]);
+  }
+  return {n: s.n, pts, cp: s.cp, seg: s.seg, bounds: s.bounds, more: s.more};
+}"""
+
+
+@pytest.mark.parametrize("which", ["regression_sid", "improvement_sid"])
+def test_the_browser_decodes_the_chunks_as_the_python_reference_does(two_year_site, new_page, which):
+    """data.js concatenating the chunks gives, point for point, what series_data.combine gives."""
+    from vkbench.site.series_data import load_series
+
+    url, facts, out = two_year_site
+    sid = facts[which]
+    page, problems = new_page()
+    page.goto(url + "#/references")
+    page.wait_for_function("document.getElementById('view').getAttribute('aria-busy') === 'false'")
+    got = page.evaluate(DECODE, sid)
+    main, latency = load_series(out / "data" / "series", sid)
+    t, acc = [], main["t0"]
+    for d in main["dt"]:
+        acc += d
+        t.append(acc)
+    expected = [[t[i], main["ok"][i], main["commits"][main["c"][i]], main["versions"][main["v"][i]], main["fps"][main["fp"][i]]["id"],
+                 main["flags"][main["fl"][i]], main["run_prefix"] + main["runs"][i] if main["runs"][i] else None,
+                 main["repos"][main["r"][i]] if "r" in main else None, main["m"]["rps"]["med"][i], main["m"]["rps"]["lo"][i],
+                 latency["m"]["p99"]["hi"][i]] for i in range(main["n"])]
+    assert got["n"] == main["n"] == history_factory.RUNS
+    assert got["pts"] == expected
+    assert [p[6] for p in got["pts"]] == [p["workflow_run_url"] for p in facts["points"][sid]]
+    assert (got["cp"], got["seg"], got["bounds"], got["more"]) == (main["cp"], main["seg"], main["bounds"], main["more"])
+    problems.assert_none()
