@@ -367,7 +367,7 @@ class SeriesState:
                 if m in METRIC_SET:
                     self.metrics.add(m)
                     tail = self.cv_tail.setdefault(m, [])
-                    cv = (s or {}).get("cv") if isinstance(s, dict) else None
+                    cv = s.get("cv") if isinstance(s, dict) else None
                     if isinstance(cv, (int, float)) and not isinstance(cv, bool):
                         tail.append(num(cv))
         for tail in self.cv_tail.values():
