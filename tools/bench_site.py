@@ -307,7 +307,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO / "bench"))
     from playwright.sync_api import sync_playwright
 
-    from vkbench.site.build import build_site
+    from vkbench.site.build import build_site, site_inputs
     from vkbench.site.serve import serve_in_thread
 
     work = args.work or Path(tempfile.mkdtemp(prefix="vkbench-site-bench-"))
@@ -333,15 +333,32 @@ def main() -> int:
         fig["index_bytes"] = (data / "index.json").stat().st_size
         fig["largest_series_bytes"] = report.largest_series_bytes
         print(f"build: {fig['build_s']} s ({fig['build_cpu_s']} s CPU); data {fig['site_data_bytes'] / 1e6:.1f} MB in all; index.json {fig['index_bytes'] / 1e3:.0f} kB; "
-              f"largest series file {report.largest_series_bytes / 1e3:.0f} kB")
+              f"largest series (head + every chunk) {report.largest_series_bytes / 1e3:.0f} kB")
 
-        nightly = work / "site-nightly"
+        nightly, sparse = work / "site-nightly", work / "site-sparse"
         shutil.rmtree(nightly, ignore_errors=True)
+        shutil.rmtree(sparse, ignore_errors=True)
         shutil.copytree(site, nightly)
+        # What publish's sparse checkout of the site branch holds: only what the next build reads.
+        inputs = site_inputs(site)
+        for rel in inputs:
+            (sparse / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(site / rel, sparse / rel)
+        fig["sparse_input_files"] = len(inputs)
+        fig["sparse_input_bytes"] = sum((site / rel).stat().st_size for rel in inputs)
         fig["nightly_points"] = append_nightly(history, entries, args.runs)
         t0, c0 = time.perf_counter(), time.process_time()
         inc = build_site(history, nightly, reference_dir=REPO / "results" / "reference")
         fig["nightly_incremental_build_s"], fig["nightly_incremental_cpu_s"] = round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1)
+        t0, c0 = time.perf_counter(), time.process_time()
+        part = build_site(history, sparse, reference_dir=REPO / "results" / "reference", sparse=True)
+        fig["nightly_sparse_build_s"], fig["nightly_sparse_cpu_s"] = round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1)
+        fig["nightly_sparse_written"], fig["nightly_sparse_removed"] = len(part.written), len(part.removed)
+        fig["nightly_sparse_written_bytes"] = sum((sparse / rel).stat().st_size for rel in part.written)
+        shutil.rmtree(sparse, ignore_errors=True)
+        print(f"sparse nightly build: {len(inputs)} input files ({fig['sparse_input_bytes'] / 1e6:.1f} MB) on disk; "
+              f"{fig['nightly_sparse_build_s']} s ({fig['nightly_sparse_cpu_s']} s CPU); wrote {len(part.written)} files "
+              f"({fig['nightly_sparse_written_bytes'] / 1e6:.1f} MB), removed {len(part.removed)}")
         t0, c0 = time.perf_counter(), time.process_time()
         build_site(history, site, reference_dir=REPO / "results" / "reference", full=True)
         fig["nightly_full_build_s"], fig["nightly_full_cpu_s"] = round(time.perf_counter() - t0, 1), round(time.process_time() - c0, 1)

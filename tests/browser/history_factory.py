@@ -101,8 +101,8 @@ def series_configs() -> list[dict]:
     return [c for c in configs if c]
 
 
-def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
-    """Write the history under ``root``; returns facts the tests check against."""
+def write_history(root: Path, *, runs: int = RUNS, seed: int = 7, start: datetime = START) -> dict:
+    """Write the history under ``root``, its first run at ``start``; returns facts the tests check against."""
     rng = random.Random(seed)
     root = Path(root)
     (root / "fingerprints").mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
         lines_by_month: dict[str, list[str]] = {}
         points = []
         for k in range(runs):
-            ts = START + timedelta(days=k, minutes=len(index_series))
+            ts = start + timedelta(days=k, minutes=len(index_series))
             level = _base_rps(cls, dims["version"], dims["io_threads"], dims["command"], dims["topology"])
             for effect in (REGRESSION, IMPROVEMENT):
                 if _matches(effect, dims) and k >= effect["at"]:
@@ -160,7 +160,7 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
     reg_sid = next(s for s, d in facts["sids"].items() if _matches(REGRESSION, d))
     imp_sid = next(s for s, d in facts["sids"].items() if _matches(IMPROVEMENT, d))
     facts["regression_sid"], facts["improvement_sid"] = reg_sid, imp_sid
-    detect = {"generated": iso(START + timedelta(days=runs)), "parameters": {"method": "test"}, "change_points": [], "incidents": [], "segments": {}, "noise": {}}
+    detect = {"generated": iso(start + timedelta(days=runs)), "parameters": {"method": "test"}, "change_points": [], "incidents": [], "segments": {}, "noise": {}}
     for sid, effect, incident_id, status, annotation in (
         (reg_sid, REGRESSION, "inc-set-io2-x86", "open", None),
         (imp_sid, IMPROVEMENT, "inc-get-io2-pi", "closed", "io-threads prefetch batching merged"),
@@ -195,7 +195,7 @@ def write_history(root: Path, *, runs: int = RUNS, seed: int = 7) -> dict:
         if d["machine_class"] == "pi-cm4":
             detect["segments"][sid] = [{"start_index": 0, "fingerprint_id": "fp-pi-old"}, {"start_index": KERNEL_UPDATE_AT, "fingerprint_id": "fp-pi-new"}]
     (root / "detect.json").write_text(json.dumps(detect, indent=1))
-    index = {"history_version": 1, "updated": iso(START + timedelta(days=runs - 1, hours=1)), "runs": runs * len(CLASSES), "series": index_series}
+    index = {"history_version": 1, "updated": iso(start + timedelta(days=runs - 1, hours=1)), "runs": runs * len(CLASSES), "series": index_series}
     (root / "index.json").write_text(json.dumps(index, indent=1))
     facts["detect"] = detect
     return facts

@@ -13,12 +13,16 @@ Output layout (docs/site.md)::
     data/advice.json             io-threads advice per machine class and workload (+ the references')
     data/profiles/<incident>.json   CPU profile diff of an incident (flame graph trees, top changes)
     assets/vendor/d3-flamegraph.*   d3 + d3-flame-graph (vendored like uPlot), loaded only by the profile view
-    data/series/<sid>.json       one compact columnar file per series, loaded only when a view needs it
-    data/series/<sid>.latency.json  its less-viewed latency metrics, loaded only when shown
-    data/build-manifest.json     what each series file was built from: the next build is incremental
+    data/series/<sid>.json       a series' head (change points, segments, its chunk list), loaded when a view needs the series
+    data/series/<sid>/<YYYY>.json  its points of one calendar year, columnar (series_data.py)
+    data/series/<sid>/<YYYY>.latency.json  that year's less-viewed latency metrics, loaded only when shown
+    data/build-manifest.json     what each file was built from: the next build is incremental
 
 Only ``index.html``, ``.nojekyll``, ``assets/`` and ``data/`` are replaced (built beside them and
 swapped in on success), so the site can be built into the gh-pages root next to ``history/``.
+A sparse build (``sparse=True``: the output folder holds only :func:`site_inputs` of the
+previous site, e.g. a sparse checkout) writes the changed files in place instead and says which
+files it wrote and removed.
 """
 
 from __future__ import annotations
@@ -39,12 +43,13 @@ from ..files import directory_lock
 from ..paths import check_apart
 from ..catalogs.groups import series_group
 from ..errors import MissingBinaryError
-from .compact import Dictionary, compact_value, dumps, epoch, loads, write
+from .compact import Dictionary, compact_value, dumps, dumps_bytes, epoch, loads
 from ..history.store import HistoryStore
 from .history_reader import History, open_history, point_order
 from . import insights
 from .reference import load_references, reference_data
-from .series_data import METRICS as SERIES_METRICS, Columns, assemble_series, env_label, last_point, series_detect, with_commit_links
+from .series_data import (METRICS as SERIES_METRICS, Columns, SeriesState, assemble_head, chunk_files, env_label, last_point,
+                          series_detect, with_commit_links)
 
 #: Explorer filters first (in the order the UI shows them), then every other dimension.
 DIM_ORDER = ("server", "topology", "io_threads", "command", "group", "pipeline", "clients", "data_size", "tool",
@@ -83,10 +88,19 @@ class BuildReport:
     kept: int = 0           # series whose files were reused unchanged
     appended: int = 0       # series extended with new points
     rebuilt: int = 0        # series written from all their shards
+    sparse: bool = False
+    #: Paths (relative to out_dir, "/"-separated) this build wrote, and the previous site's files it
+    #: removed (no longer part of the site). A sparse build leaves every other file as it was,
+    #: present or absent: the site is the previous one with these written and removed.
+    written: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    #: No manifest of this format said what the previous site held: ``written`` is the whole
+    #: site, and any other file the build owns (OWNED) is stale (a sparse caller drops them).
+    complete: bool = False
 
     def summary(self) -> str:
         sizes = ", ".join(f"{kind} {size / 1024:.1f} KiB" for kind, size in self.bytes.items())
-        return (f"site written to {self.out_dir} ({self.mode} build: {self.rebuilt} series rebuilt, "
+        return (f"site written to {self.out_dir} ({self.mode}{' sparse' if self.sparse else ''} build: {self.rebuilt} series rebuilt, "
                 f"{self.appended} extended, {self.kept} unchanged): {self.series} series, {self.points} points, "
                 f"{self.references} reference figures; data: {sizes}")
 
@@ -119,35 +133,31 @@ def _vendor_manifest() -> dict:
         raise MissingBinaryError(f"the site's front-end files are not packaged: {path} unreadable ({exc})", hint=_VENDOR_HINT) from None
 
 
-def _copy_vendor(dest: Path) -> None:
+def _copy_vendor(out: "_Output") -> None:
     """uPlot (and its license) into the site, each file checked against the manifest."""
-    dest.mkdir(parents=True, exist_ok=True)
     for name, out_name in UPLOT_FILES.items():
-        (dest / out_name).write_bytes(_vendored("uplot", name))
+        out.put(f"assets/vendor/{out_name}", _vendored("uplot", name))
 
 
-def _copy_flamegraph(dest: Path) -> None:
+def _copy_flamegraph(out: "_Output") -> None:
     def part(path: str) -> bytes:
         package, _, rest = path.partition("/")
         return _vendored(package, rest.rsplit("/", 1)[-1])
 
-    dest.mkdir(parents=True, exist_ok=True)
     bundle = "\n;\n".join(f"/* {p} */\n" + part(p).decode("utf-8") for p in FLAMEGRAPH_PARTS)
-    (dest / FLAMEGRAPH_BUNDLE).write_text(bundle, encoding="utf-8")
-    (dest / "d3-flamegraph.css").write_bytes(part(FLAMEGRAPH_CSS))
+    out.put(f"assets/vendor/{FLAMEGRAPH_BUNDLE}", bundle.encode("utf-8"))
+    out.put("assets/vendor/d3-flamegraph.css", part(FLAMEGRAPH_CSS))
 
 
-def _copy_app(out_dir: Path, build_id: str) -> None:
+def _copy_app(out: "_Output", build_id: str) -> None:
     static = resources.files("vkbench") / "site" / "static"
-    app = out_dir / "assets" / "app"
-    app.mkdir(parents=True, exist_ok=True)
-    for entry in static.iterdir():
+    for entry in sorted(static.iterdir(), key=lambda e: e.name):
         if entry.name == "index.html":
             html = entry.read_text(encoding="utf-8").replace("{{BUILD}}", build_id)
-            (out_dir / "index.html").write_text(html, encoding="utf-8")
+            out.put("index.html", html.encode("utf-8"))
         elif entry.is_file() and entry.name.endswith((".js", ".css")):
-            (app / entry.name).write_bytes(entry.read_bytes())
-    (out_dir / ".nojekyll").write_text("")  # serve assets/ as is on GitHub Pages
+            out.put(f"assets/app/{entry.name}", entry.read_bytes())
+    out.put(".nojekyll", b"")  # serve assets/ as is on GitHub Pages
 
 
 def _dims_of(entry: dict) -> dict:
@@ -218,7 +228,7 @@ def _slim_detect(detect: dict) -> dict:
 
 
 def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None = None, repo: str | None = None,
-               full: bool = False, store: HistoryStore | None = None) -> BuildReport:
+               full: bool = False, store: HistoryStore | None = None, sparse: bool = False) -> BuildReport:
     """Build the trend site from ``history_dir`` into ``out_dir``.
 
     ``reference_dir``: published figures (results/reference) for the overlay; None draws none.
@@ -228,10 +238,17 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
     shards parsed by the ingest and detection are not parsed again).
     ``full``: rebuild every series. Otherwise series files the previous build wrote (per its
     ``data/build-manifest.json``) are kept when their inputs are unchanged and extended when
-    points were only appended; a missing or incompatible manifest means a full build.
+    points were only appended (a series' head and its newest year's chunk rewritten, closed
+    years' chunks neither read nor rewritten); a missing or incompatible manifest means a full build.
 
-    The site is built in a temporary directory inside ``out_dir`` and swapped in only when the
-    build succeeded: a failing build leaves the previous site as it was.
+    The site is built in a temporary directory inside ``out_dir``; a failing build leaves the
+    previous site as it was. By default the new site is then swapped in whole (unchanged files
+    hard-linked from the previous one). ``sparse``: ``out_dir`` may hold only some of the previous
+    site's files (at least :func:`site_inputs`, e.g. a sparse checkout of the site branch): the
+    files that changed are moved in place one by one (each atomically, the manifest last), files
+    that no longer belong are deleted, and every other file is left as it is, present or absent;
+    the report's ``written`` and ``removed`` say which (``complete`` when there was no manifest
+    to tell the previous site's files).
     Raises :class:`ResultFileError` for a missing or corrupt history, :class:`MissingBinaryError`
     when the package's vendored uPlot is missing or damaged.
     """
@@ -252,15 +269,50 @@ def build_site(history_dir: Path, out_dir: Path, *, reference_dir: Path | None =
             shutil.rmtree(leftover, ignore_errors=True)  # from a build that was killed
         stage = Path(tempfile.mkdtemp(prefix=_STAGE_PREFIX, dir=out_dir))
         try:
-            previous = None if full else _load_manifest(out_dir)
+            manifest = _load_manifest(out_dir)   # of this format: it lists the previous site's files
+            previous = manifest if manifest is not None and not full and manifest.get("builder") == builder_id() else None
+            old_files = _manifest_files(manifest) if manifest is not None else None
             references = load_references(Path(reference_dir)) if reference_dir is not None else []
-            report = _build_into(stage, out_dir if previous else None, previous, history, hashes, detect, refs,
-                                 references, repo)
-            report.out_dir = out_dir
-            _swap_in(stage, out_dir)
+            out = _Output(stage, out_dir, sparse, old_files or {})
+            report, new_manifest = _build_into(out, out_dir if previous else None, previous, history, hashes, detect,
+                                               refs, references, repo)
+            report.out_dir, report.sparse = out_dir, sparse
+            report.removed = sorted(set(old_files) - set(out.files)) if old_files is not None else []
+            report.complete = old_files is None
+            manifest_body = dumps_bytes(new_manifest)
+            (stage / "data").mkdir(parents=True, exist_ok=True)
+            (stage / "data" / MANIFEST).write_bytes(manifest_body)
+            report.written = sorted(out.written) + [f"data/{MANIFEST}"]
+            if sparse:
+                report.removed = _move_in(stage, out_dir, out.written, report.removed, report.complete)
+            else:
+                _swap_in(stage, out_dir)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
     return report
+
+
+def site_inputs(out_dir: Path) -> list[str]:
+    """Every file of the site in ``out_dir`` that the next incremental build reads, as paths
+    relative to ``out_dir`` ("/"-separated), known from the build manifest alone: the manifest,
+    each series' head and its newest year's chunk (with its latency chunk). A sparse build
+    (``build_site(..., sparse=True)``) into a folder holding only these files writes the same
+    site as a build into the whole previous site. Without a manifest the next build is a full
+    one: nothing but the manifest (when there is one) is read."""
+    out_dir = Path(out_dir)
+    manifest_path = f"data/{MANIFEST}"
+    manifest = _load_manifest(out_dir)
+    if manifest is None or manifest.get("builder") != builder_id():
+        return [manifest_path] if (out_dir / manifest_path).is_file() else []
+    paths = [manifest_path]
+    for sid, record in sorted(manifest["series"].items()):
+        paths.append(_head_path(sid))
+        if record["chunks"]:
+            newest = record["chunks"][-1]
+            paths.append(_chunk_path(sid, newest["y"]))
+            if newest["lat"]:
+                paths.append(_chunk_path(sid, newest["y"], latency=True))
+    return paths
 
 
 _STAGE_PREFIX = ".vkbench-build-"
@@ -268,7 +320,9 @@ _TRASH_PREFIX = ".vkbench-old-"
 #: What the site build owns in its output directory (the rest, e.g. history/, is left alone).
 OWNED = ("data", "assets", "index.html", "digest.html", ".nojekyll")
 MANIFEST = "build-manifest.json"
-MANIFEST_FORMAT = 2     # 2: each series records its shards' sha256 (shard_sha)
+#: 3: series in yearly chunks (a head per series), every file's digest, shard state as the
+#: sealed months' digest + the newest month
+MANIFEST_FORMAT = 3
 #: Raw fields of a series' newest point that the overview's "newest run per class" needs.
 _LAST_FIELDS = ("run_id", "timestamp", "workflow_run_url", "version", "server_version", "flags", "valid", "commit")
 
@@ -285,18 +339,101 @@ def builder_id() -> str:
 
 
 def _load_manifest(out_dir: Path) -> dict | None:
+    """The previous build's manifest when it is of this format (from any builder: it still
+    says which files the site holds); None otherwise."""
     path = out_dir / "data" / MANIFEST
     try:
         manifest = loads(path.read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT or manifest.get("builder") != builder_id():
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         return None
-    return manifest if isinstance(manifest.get("series"), dict) else None
+    if not isinstance(manifest.get("series"), dict) or not isinstance(manifest.get("files"), dict):
+        return None
+    return manifest
+
+
+def _head_path(sid: str) -> str:
+    return f"data/series/{sid}.json"
+
+
+def _chunk_path(sid: str, year: int, latency: bool = False) -> str:
+    return f"data/series/{sid}/{year}{'.latency' if latency else ''}.json"
+
+
+def _series_files(sid: str, record: dict) -> dict[str, str]:
+    """The files of a series as its manifest record lists them: path -> digest."""
+    files = {_head_path(sid): record["head"][1]}
+    for c in record["chunks"]:
+        files[_chunk_path(sid, c["y"])] = c["h"]
+        if c["lat"]:
+            files[_chunk_path(sid, c["y"], latency=True)] = c["lh"]
+    return files
+
+
+def _manifest_files(manifest: dict) -> dict[str, str]:
+    """Every file of the site a manifest describes (but the manifest): path -> digest."""
+    files = dict(manifest["files"])
+    for sid, record in manifest["series"].items():
+        files.update(_series_files(sid, record))
+    return files
 
 
 def _digest(value) -> str:
     return hashlib.sha256(dumps(value).encode()).hexdigest()[:24]
+
+
+def _file_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:24]
+
+
+class _Output:
+    """The files of the new site, written into the stage. ``put`` writes one (a sparse build
+    skips a file whose digest the previous manifest records: unchanged, whether present or
+    not); ``keep`` takes one unchanged from the previous site (hard-linked into the stage of a
+    whole-site build: nothing is rewritten). ``files`` is every file of the new site with its
+    digest; ``written`` what was written."""
+
+    def __init__(self, stage: Path, old_out: Path, sparse: bool, old_files: dict[str, str]):
+        self.stage, self.old_out, self.sparse, self.old_files = stage, old_out, sparse, old_files
+        self.files: dict[str, str] = {}
+        self.written: list[str] = []
+
+    def put(self, rel: str, data: bytes, digest: str | None = None) -> tuple[int, str]:
+        """``digest``: what the manifest records instead of the bytes' (index.json: its content
+        without the build time, so equal builds have equal manifests); the file is then always
+        written."""
+        forced = digest is not None
+        digest = self.files[rel] = digest or _file_digest(data)
+        if forced or not (self.sparse and self.old_files.get(rel) == digest):
+            path = self.stage / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            self.written.append(rel)
+        return len(data), digest
+
+    def put_json(self, rel: str, value) -> tuple[int, str]:
+        return self.put(rel, dumps_bytes(value))
+
+    def keep(self, rel: str, digest: str) -> None:
+        self.files[rel] = digest
+        if not self.sparse:
+            dest = self.stage / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(self.old_out / rel, dest)
+
+
+def _read_site_file(out_dir: Path, rel: str, expected: tuple[int, str]) -> dict | None:
+    """A file of the previous site, parsed, when it is as the manifest recorded it (size, digest);
+    None when it is absent or differs (e.g. an interrupted sparse build moved a newer one in):
+    the series is then rebuilt from its shards."""
+    try:
+        data = (out_dir / rel).read_bytes()
+    except OSError:
+        return None
+    if len(data) != expected[0] or _file_digest(data) != expected[1]:
+        return None
+    return loads(data)
 
 
 def _swap_in(stage: Path, out_dir: Path) -> None:
@@ -324,6 +461,40 @@ def _swap_in(stage: Path, out_dir: Path) -> None:
         shutil.rmtree(trash, ignore_errors=True)
 
 
+def _move_in(stage: Path, out_dir: Path, written: list[str], removed: list[str], complete: bool) -> list[str]:
+    """A sparse build's files into ``out_dir``, each by an atomic rename, then the stale files
+    deleted, then the manifest. An interruption leaves the previous manifest, which the files
+    moved in so far no longer match: the next build rebuilds those series. Returns what was
+    removed (``complete``: also every owned file on disk that is not part of the new site)."""
+    for rel in written:
+        dest = out_dir / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / rel, dest)
+    removed = list(removed)
+    if complete:
+        new = set(written)
+        for name in OWNED:
+            top = out_dir / name
+            found = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file()) if top.is_dir() else []
+            removed += [rel for p in found if (rel := p.relative_to(out_dir).as_posix()) not in new and rel != f"data/{MANIFEST}"]
+    for rel in removed:
+        (out_dir / rel).unlink(missing_ok=True)
+        parent = (out_dir / rel).parent
+        while parent != out_dir and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    os.replace(stage / "data" / MANIFEST, out_dir / "data" / MANIFEST)
+    return sorted(removed)
+
+
+def _shard_state(months: list[str], sizes: dict[str, int], hashes: dict[str, str]) -> dict:
+    """What the append check needs of a series' shards, without growing with its history: the
+    digest of every month but the newest (sealed: ingest appends only to the newest), and the
+    newest month's size and sha256."""
+    return {"sealed": _digest([[m, sizes[m], hashes[m]] for m in months[:-1]]),
+            "newest": [months[-1], sizes[months[-1]], hashes[months[-1]]] if months else None}
+
+
 class _SeriesPlan:
     """How one series gets its files in this build: kept, extended, or rebuilt from all shards."""
 
@@ -337,6 +508,7 @@ class _SeriesPlan:
         # as hashed (and checked against index.json, v2) at the start of the build
         self.sizes = {m: digests[m]["bytes"] for m in self.shards}
         self.hashes = {m: digests[m]["sha256"] for m in self.shards}
+        self.shard_state = _shard_state(self.shards, self.sizes, self.hashes)
         self.dims_key = _digest([entry.get("dims"), entry.get("arch")])
         self.detect_key = _digest([sdetect.get("cps") or [], [[i.get("id"), i.get("annotation"), i.get("bad")] for i in sdetect.get("incidents") or []]])
 
@@ -345,45 +517,49 @@ class _SeriesPlan:
         labels = [env_label(f, self.env_of(f) if f else None) for f in fps]
         return _digest([self.dims_key, self.detect_key, self.noise, [s.get("start_index") for s in self.seg], labels])
 
-    def unchanged(self, old_dir: Path) -> bool:
+    def files_present(self, old_out: Path, chunks: list[dict], head: bool = True) -> bool:
+        """The previous site holds these files of the series at their recorded sizes (a whole-site
+        build links them; a damaged site gets the series rebuilt)."""
         p = self.prev
-        return (p["shards"] == self.sizes and p.get("shard_sha") == self.hashes and p["key"] == self.output_key(p["fps"])
-                and _size(old_dir / f"{self.sid}.json") == p["bytes"]
-                and _size(old_dir / f"{self.sid}.latency.json") == (p["latency_bytes"] or None))
+        if head and _size(old_out / _head_path(self.sid)) != p["head"][0]:
+            return False
+        return all(_size(old_out / _chunk_path(self.sid, c["y"])) == c["b"]
+                   and (not c["lat"] or _size(old_out / _chunk_path(self.sid, c["y"], latency=True)) == c["lb"])
+                   for c in chunks)
+
+    def unchanged(self, old_out: Path, sparse: bool) -> bool:
+        p = self.prev
+        if p["shards"] != self.shard_state or p["key"] != self.output_key(p["fps"]):
+            return False
+        return sparse or self.files_present(old_out, p["chunks"])
 
     def appended(self) -> list[dict] | None:
-        """The points added since the previous build when that is all that changed: old shards
-        only grew at the end of the newest one (its old bytes unchanged), new shards are newer
-        months, and every new point sorts after the previous newest point. None otherwise."""
+        """The points added since the previous build when that is all that changed: the months
+        before the previous newest one unchanged (their digest), the newest one only grew at its
+        end (its old bytes unchanged), new shards are newer months, and every new point sorts
+        after the previous newest point. None otherwise."""
         p = self.prev
-        if p["dims_key"] != self.dims_key or not p["shards"]:
-            return None
-        old_months = sorted(p["shards"])
-        newest = old_months[-1]
-        old_sha = p.get("shard_sha") or {}
-        if any(self.sizes.get(m) != p["shards"][m] or self.hashes.get(m) != old_sha.get(m) for m in old_months[:-1]):
+        old = p["shards"]
+        if p["dims_key"] != self.dims_key or not old["newest"] or not p["last_key"][0]:
+            return None     # (a newest point without a timestamp: its year is its predecessors')
+        newest, old_size, old_sha = old["newest"]
+        before = [m for m in self.shards if m < newest]
+        if _digest([[m, self.sizes[m], self.hashes[m]] for m in before]) != old["sealed"]:
             return None
         grown = self.sizes.get(newest)
-        if grown is None or grown < p["shards"][newest] or any(m < newest for m in self.sizes if m not in p["shards"]):
+        if grown is None or grown < old_size:
             return None
-        if grown == p["shards"][newest] and self.hashes.get(newest) != old_sha.get(newest):
+        if grown == old_size and self.hashes[newest] != old_sha:
             return None     # rewritten in place (a version-1 history has no digests to refuse it by)
         fresh: list[dict] = []
-        self.newest_count, self.newest_sha = p["shard_points"], p["tail_sha"]
-        if grown > p["shards"][newest]:
-            got = self.history.read_appended(self.sid, newest, p["shards"][newest], p["tail_sha"])
+        if grown > old_size:
+            got = self.history.read_appended(self.sid, newest, old_size, old_sha)
             if got is None:
                 return None
             fresh.extend(got[0])
-            self.newest_count += len(got[0])
-            self.newest_sha = self.hashes[newest]
         for month in self.shards:
-            if month not in p["shards"]:
-                points = self.history.read_shard(self.sid, month)
-                fresh.extend(points)
-                if month == self.shards[-1]:
-                    self.newest_count = len(points)
-                    self.newest_sha = self.hashes[month]
+            if month > newest:
+                fresh.extend(self.history.read_shard(self.sid, month))
         fresh.sort(key=point_order)
         if fresh and point_order(fresh[0]) <= tuple(p["last_key"]):
             return None
@@ -397,16 +573,14 @@ def _size(path: Path) -> int | None:
         return None
 
 
-def _build_into(stage: Path, old_out: Path | None, previous: dict | None, history: History, hashes: dict[str, dict[str, dict]],
-                detect: dict, refs: dict, references: list[dict], repo: str | None) -> BuildReport:
-    _copy_vendor(stage / "assets" / "vendor")  # fail early, before the long part
-    _copy_flamegraph(stage / "assets" / "vendor")
-    report = BuildReport(out_dir=stage, mode="incremental" if previous else "full")
+def _build_into(out: _Output, old_out: Path | None, previous: dict | None, history: History,
+                hashes: dict[str, dict[str, dict]], detect: dict, refs: dict, references: list[dict],
+                repo: str | None) -> tuple[BuildReport, dict]:
+    _copy_vendor(out)  # fail early, before the long part
+    _copy_flamegraph(out)
+    report = BuildReport(out_dir=out.stage, mode="incremental" if previous else "full")
     env_of = lru_cache(maxsize=None)(history.fingerprint)
     by_series = series_detect(detect)
-    old_dir = old_out / "data" / "series" if old_out else None
-    new_dir = stage / "data" / "series"
-    new_dir.mkdir(parents=True, exist_ok=True)
     manifest_series: dict[str, dict] = {}
 
     all_dims = [(sid, _dims_of(entry)) for sid, entry in sorted(history.series.items())]
@@ -419,17 +593,18 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
     for sid, dims in all_dims:
         prev = (previous or {}).get("series", {}).get(sid)
         plan = _SeriesPlan(sid, history.series[sid], history, hashes[sid], detect, by_series.get(sid) or {}, env_of, prev)
-        record = _kept(plan, old_dir, new_dir) if prev and old_dir else None
+        record = _kept(plan, out, old_out) if prev and old_out else None
         if record is not None:
             report.kept += 1
         else:
-            record = _written(plan, old_dir, new_dir)
+            record = _written(plan, out, old_out)
             if record is None:
                 continue  # a series without points has no file
         manifest_series[sid] = record
-        series_bytes += record["bytes"]
-        latency_bytes += record["latency_bytes"]
-        report.largest_series_bytes = max(report.largest_series_bytes, record["bytes"])
+        main_bytes = record["head"][0] + sum(c["b"] for c in record["chunks"])
+        series_bytes += main_bytes
+        latency_bytes += sum(c["lb"] for c in record["chunks"])
+        report.largest_series_bytes = max(report.largest_series_bytes, main_bytes)
         report.series += 1
         report.points += record["n"]
         metrics_seen.update(record["metrics"])
@@ -439,6 +614,7 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
             "d": [dictionaries[k].code(compact_value(dims.get(k))) for k in dim_keys],
             "n": record["n"],
             "t0": record["t0"],
+            "y": [c["y"] for c in record["chunks"]],   # its chunks: the browser fetches them with the head
             "last": record["last"],
         })
     report.appended = sum(1 for r in manifest_series.values() if r.pop("_how", None) == "appended")
@@ -460,7 +636,7 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
     profiles = insights.incident_profile_docs(
         history, detect, lambda sid, runs: history.store.points_of_runs(sid, history.series[sid], runs))
     for incident_id, doc in profiles.items():
-        write(stage / "data" / "profiles" / f"{_safe_id(incident_id)}.json", doc)
+        out.put_json(f"data/profiles/{_safe_id(incident_id)}.json", doc)
 
     index = {
         "format": 1,
@@ -485,20 +661,22 @@ def _build_into(stage: Path, old_out: Path | None, previous: dict | None, histor
     build_id = hashlib.sha256(body.encode()).hexdigest()[:12]
     index["build"] = build_id
     index["built"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    report.bytes["index"] = write(stage / "data" / "index.json", index)
-    report.bytes["detect"] = write(stage / "data" / "detect.json", _slim_detect(detect))
-    report.bytes["reference"] = write(stage / "data" / "reference.json", refs)
-    report.bytes["advice"] = write(stage / "data" / "advice.json", advice)
+    report.bytes["index"] = out.put("data/index.json", dumps_bytes(index), digest=_file_digest(body.encode()))[0]
+    report.bytes["detect"] = out.put_json("data/detect.json", _slim_detect(detect))[0]
+    report.bytes["reference"] = out.put_json("data/reference.json", refs)[0]
+    report.bytes["advice"] = out.put_json("data/advice.json", advice)[0]
     report.bytes["series"] = series_bytes
     report.bytes["series_latency"] = latency_bytes
     report.references = len(refs["references"])
-    write(stage / "data" / MANIFEST, {"format": MANIFEST_FORMAT, "builder": builder_id(), "series": manifest_series})
-    _copy_app(stage, build_id)
-    _write_digest(stage, history)
-    return report
+    _copy_app(out, build_id)
+    _write_digest(out, history)
+    series_paths = {rel for sid, record in manifest_series.items() for rel in _series_files(sid, record)}
+    files = {rel: digest for rel, digest in sorted(out.files.items()) if rel not in series_paths}
+    manifest = {"format": MANIFEST_FORMAT, "builder": builder_id(), "series": manifest_series, "files": files}
+    return report, manifest
 
 
-def _write_digest(stage: Path, history: History) -> None:
+def _write_digest(out: _Output, history: History) -> None:
     """``digest.html`` and ``data/digest.json``: the week before the history's last update (the
     weekly issue's digest, vkbench.digest), so the page does not age between builds."""
     from ..digest import build_digest, render_html
@@ -509,9 +687,8 @@ def _write_digest(stage: Path, history: History) -> None:
     except ValueError:
         now = None
     digest = build_digest(history.root, now=now, store=history.store)
-    (stage / "data").mkdir(parents=True, exist_ok=True)
-    (stage / "data" / "digest.json").write_text(json.dumps(digest, indent=1) + "\n", encoding="utf-8")
-    (stage / "digest.html").write_text(render_html(digest), encoding="utf-8")
+    out.put("data/digest.json", (json.dumps(digest, indent=1) + "\n").encode("utf-8"))
+    out.put("digest.html", render_html(digest).encode("utf-8"))
 
 
 def _link_or_copy(src: Path, dest: Path) -> None:
@@ -521,72 +698,99 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         shutil.copyfile(src, dest)
 
 
-def _kept(plan: _SeriesPlan, old_dir: Path, new_dir: Path) -> dict | None:
-    """Reuse the previous build's files of an unchanged series (hard links: nothing is rewritten)."""
-    if not plan.unchanged(old_dir):
+def _kept(plan: _SeriesPlan, out: _Output, old_out: Path) -> dict | None:
+    """Reuse the previous build's files of an unchanged series (nothing is read or rewritten)."""
+    if not plan.unchanged(old_out, out.sparse):
         return None
-    _link_or_copy(old_dir / f"{plan.sid}.json", new_dir / f"{plan.sid}.json")
-    if plan.prev["latency_bytes"]:
-        _link_or_copy(old_dir / f"{plan.sid}.latency.json", new_dir / f"{plan.sid}.latency.json")
+    for rel, digest in _series_files(plan.sid, plan.prev).items():
+        out.keep(rel, digest)
     return dict(plan.prev)
 
 
-def _written(plan: _SeriesPlan, old_dir: Path | None, new_dir: Path) -> dict | None:
-    """Write a series' files: extended from the previous build's when points were only
-    appended, else from all its shards."""
+def _extension(plan: _SeriesPlan, out: _Output, old_out: Path) -> tuple[list[dict], dict, SeriesState, dict[int, Columns]] | None:
+    """When the series only grew: (the new points, the previous head, the series' state, the
+    columns of the chunks that get points: the newest previous year's read back, new years'
+    empty). Reads the previous head and, only when the night's points fall in its year, the
+    newest chunk; never a closed year's. None when the series must be rebuilt instead."""
     sid, prev = plan.sid, plan.prev
-    fresh = plan.appended() if prev and old_dir and (old_dir / f"{sid}.json").is_file() else None
-    if fresh is not None:
-        main_old = loads((old_dir / f"{sid}.json").read_bytes())
-        lat_old = loads((old_dir / f"{sid}.latency.json").read_bytes()) if prev["latency_bytes"] else None
-        cols = Columns.from_files(main_old, lat_old, prev["cv_tail"])
-        cols.append(fresh)
-        # Change points and notes keep their indexes when only points were appended and each
-        # resolved by run id; otherwise they are resolved against every point (full rebuild).
-        reuse = (main_old["cp"], main_old["notes"]) if prev["refs_ok"] and prev["detect_key"] == plan.detect_key else None
-        if reuse is None:
-            fresh = None  # detection points into the series by run id: resolve against every point
-    if fresh is None:
-        points = plan.history.read_points(sid)
-        if not points:
-            return None
+    fresh = plan.appended()
+    # Change points and notes keep their indexes when only points were appended and each
+    # resolved by run id; otherwise they are resolved against every point (full rebuild).
+    if fresh is None or not (prev["refs_ok"] and prev["detect_key"] == plan.detect_key):
+        return None
+    head = _read_site_file(old_out, _head_path(sid), prev["head"])
+    if head is None:
+        return None
+    state = SeriesState.from_record(prev)
+    newest = prev["chunks"][-1] if prev["chunks"] else None
+    groups = state.add(fresh)
+    grown = {year for year, _ in groups}
+    closed = [c for c in prev["chunks"] if c["y"] not in grown]
+    if not out.sparse and not plan.files_present(old_out, closed, head=False):
+        return None     # a whole-site build links them: they must be there
+    touched: dict[int, Columns] = {}
+    for year, points in groups:
         cols = Columns()
+        if newest is not None and year == newest["y"]:
+            main = _read_site_file(old_out, _chunk_path(sid, year), (newest["b"], newest["h"]))
+            latency = _read_site_file(old_out, _chunk_path(sid, year, latency=True), (newest["lb"], newest["lh"])) if newest["lat"] else None
+            if main is None or (newest["lat"] and latency is None):
+                return None
+            cols = Columns.from_chunk(main, latency)
         cols.append(points)
-        reuse = None
-        last_raw, last, t0 = points[-1], last_point(points), epoch(points[0].get("timestamp"))
-    else:
+        touched[year] = cols
+    return fresh, head, state, touched
+
+
+def _written(plan: _SeriesPlan, out: _Output, old_out: Path | None) -> dict | None:
+    """Write a series' files: the head and the chunks of the years that got points when points
+    were only appended, else every file from all its shards."""
+    sid, prev = plan.sid, plan.prev
+    extension = _extension(plan, out, old_out) if prev and old_out else None
+    if extension is not None:
+        fresh, old_head, state, touched = extension
+        reuse = (old_head["cp"], old_head["notes"])
         last_raw = fresh[-1] if fresh else prev["last_raw"]
         last = last_point(fresh) if fresh else prev["last"]
         t0 = prev["t0"]
-    main, latency, refs_ok = assemble_series(sid, cols, plan.sdetect, plan.noise, plan.seg, plan.env_of, reuse)
+    else:
+        points = plan.history.read_points(sid)
+        if not points:
+            return None
+        state = SeriesState()
+        touched = {}
+        for year, pts in state.add(points):
+            touched[year] = cols = Columns()
+            cols.append(pts)
+        reuse = None
+        last_raw, last, t0 = points[-1], last_point(points), epoch(points[0].get("timestamp"))
+    for c in state.chunks:
+        year = c["y"]
+        if year not in touched:     # a closed year: unchanged
+            out.keep(_chunk_path(sid, year), c["h"])
+            if c["lat"]:
+                out.keep(_chunk_path(sid, year, latency=True), c["lh"])
+            continue
+        main, latency = chunk_files(sid, year, touched[year])
+        c["b"], c["h"] = out.put_json(_chunk_path(sid, year), main)
+        c["lat"] = 1 if latency["m"] else 0
+        c["lb"], c["lh"] = out.put_json(_chunk_path(sid, year, latency=True), latency) if c["lat"] else (0, None)
+    head, refs_ok = assemble_head(sid, state, plan.sdetect, plan.noise, plan.seg, plan.env_of, reuse)
     if reuse is not None:
         refs_ok = prev["refs_ok"]
-    size = write(new_dir / f"{sid}.json", main)
-    lat_size = write(new_dir / f"{sid}.latency.json", latency) if latency["m"] else 0
-    if fresh is None:  # rebuilt: remember the newest shard as it is now, for the next build
-        newest = plan.shards[-1] if plan.shards else None
-        plan.newest_sha = plan.hashes[newest] if newest else None
-        plan.newest_count = len(plan.history.read_shard(sid, newest)) if newest else 0
     return {
-        "_how": "appended" if fresh is not None else "rebuilt",
-        "key": plan.output_key(cols.fps.values),
+        "_how": "appended" if extension is not None else "rebuilt",
+        "key": plan.output_key(state.fps.values),
         "dims_key": plan.dims_key,
         "detect_key": plan.detect_key,
         "refs_ok": refs_ok,
-        "shards": plan.sizes,
-        "shard_sha": plan.hashes,
-        "tail_sha": plan.newest_sha,
-        "shard_points": plan.newest_count,
-        "n": cols.n,
+        "shards": plan.shard_state,
         "t0": t0,
         "last": last,
         "last_key": list(point_order(last_raw)),
         "last_raw": {k: last_raw.get(k) for k in _LAST_FIELDS},
-        "cv_tail": cols.cv_tail,
-        "fps": cols.fps.values,
-        "metrics": sorted(set(main["m"]) | set(main["more"])),
-        "bytes": size,
-        "latency_bytes": lat_size,
+        **state.record(),
+        "head": list(out.put_json(_head_path(sid), head)),
     }
 
 
@@ -595,4 +799,4 @@ def _safe_id(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in str(text)).lstrip(".") or "_"
 
 
-__all__ = ["BuildReport", "build_site"]
+__all__ = ["BuildReport", "build_site", "site_inputs"]

@@ -149,8 +149,8 @@ def test_a_change_with_the_same_build_on_both_sides_is_not_a_code_change(tmp_pat
     build_site(history, tmp_path / "site")
     site_detect = json.loads((tmp_path / "site" / "data" / "detect.json").read_text())
     assert site_detect["incidents"][0]["same_build"] is True
-    series_file = tmp_path / "site" / "data" / "series" / f"{incident['series_ids'][0]}.json"
-    notes = json.loads(series_file.read_text())["notes"]
+    head = tmp_path / "site" / "data" / "series" / f"{incident['series_ids'][0]}.json"   # the series' head
+    notes = json.loads(head.read_text())["notes"]
     assert [n["text"] for n in notes] == [incident["annotation"]["reason"]]
     # A person's annotation on the incident still decides.
     reset = run_detection(history, [{"incident": incident["id"], "action": "reset-baseline", "reason": "new kernel"}])

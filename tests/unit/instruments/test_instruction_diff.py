@@ -19,6 +19,7 @@ from vkbench.history import HistoryStore
 from vkbench.history.ingest import ingest
 from vkbench.instruments.diff import diff_dumps, diff_results, diff_top_functions, dumps_of, to_markdown
 from vkbench.results.io import validate_result
+from vkbench.site.series_data import load_series
 
 from factory import make_result
 
@@ -175,7 +176,7 @@ def test_site_charts_counts_and_shows_the_incident_function_diff(tmp_path):
     index = json.loads((data / "index.json").read_text())
     assert "instructions_per_op" in index["metrics"] and "rps" not in index["metrics"]
     (series,) = index["series"]
-    main = json.loads((data / "series" / f"{series['id']}.json").read_text())
+    main, _ = load_series(data / "series", series["id"])
     assert len(main["m"]["instructions_per_op"]["med"]) == 8
     (incident,) = json.loads((data / "detect.json").read_text())["incidents"]
     assert incident["instruction_diff"]["rows"][0]["function"] == "processMultibulkBuffer"

@@ -12,6 +12,7 @@ from vkbench.errors import MissingBinaryError, ResultFileError
 from vkbench.site import build as build_module
 from vkbench.site.build import build_site
 from vkbench.site.compact import epoch, num
+from vkbench.site.series_data import load_series
 
 import history_factory
 
@@ -66,7 +67,7 @@ def test_series_file_columns_match_the_history(built_site):
     out, _, facts = built_site
     sid = facts["regression_sid"]
     points = facts["points"][sid]
-    s = load(out / "data" / "series" / f"{sid}.json")
+    s, latency = load_series(out / "data" / "series", sid)
     assert s["n"] == len(points)
     assert decode_times(s) == [epoch(p["timestamp"]) for p in points]
     rps = s["m"]["rps"]
@@ -80,17 +81,16 @@ def test_series_file_columns_match_the_history(built_site):
     assert s["cp"] == [{"metric": "rps", "i": history_factory.REGRESSION["at"], "dir": "regression", "mag": -0.08, "incident": "inc-set-io2-x86"}]
     assert s["noise"]["rps"] == 0.012
     assert set(s["m"]) == {"rps", "p50"} and set(s["more"]) == {"avg", "min", "p95", "p99", "p999", "max"}
-    latency = load(out / "data" / "series" / f"{sid}.latency.json")
     assert latency["m"]["p99"]["med"] == [num(p["metrics"]["p99"]["median"]) for p in points]
 
 
 def test_invalid_points_flags_segments_and_annotations(built_site):
     out, _, facts = built_site
-    imp = load(out / "data" / "series" / f"{facts['improvement_sid']}.json")
+    imp = load(out / "data" / "series" / f"{facts['improvement_sid']}.json")   # the head
     assert imp["seg"] == [0, history_factory.KERNEL_UPDATE_AT]
     assert imp["notes"] == [{"i": history_factory.IMPROVEMENT["at"], "text": "io-threads prefetch batching merged", "incident": "inc-get-io2-pi"}]
     io4 = next(sid for sid, d in facts["sids"].items() if d["io_threads"] == 4)
-    s = load(out / "data" / "series" / f"{io4}.json")
+    s, _ = load_series(out / "data" / "series", io4)
     invalid = [i for i, ok in enumerate(s["ok"]) if not ok]
     assert invalid == [i for i, p in enumerate(facts["points"][io4]) if not p["valid"]] and invalid
     assert all(s["flags"][s["fl"][i]] == ["client-bound"] for i in invalid)
@@ -111,7 +111,7 @@ def test_data_files_are_compact(built_site):
     out, _, facts = built_site
     n_series, n_points = len(facts["sids"]), len(facts["sids"]) * history_factory.RUNS
     series_dir = out / "data" / "series"
-    main_bytes = sum(p.stat().st_size for p in series_dir.glob("*.json") if not p.name.endswith(".latency.json"))
+    main_bytes = sum(p.stat().st_size for p in series_dir.rglob("*.json") if not p.name.endswith(".latency.json"))
     assert main_bytes / n_points < 110, "headline file: about 100 bytes per point or less"
     assert (out / "data" / "index.json").stat().st_size / n_series < 600
     assert (out / "data" / "detect.json").stat().st_size < 4096
@@ -203,3 +203,34 @@ def test_explicit_repo_overrides_commit_links(small_history, tmp_path):
     root, _ = small_history
     build_site(root, tmp_path, repo="me/valkey-fork")
     assert load(tmp_path / "data" / "index.json")["commit_repos"]["valkey"] == "me/valkey-fork"
+
+
+def test_a_metric_a_year_lacks_is_null_there_once_the_chunks_are_combined():
+    """Counts start in the second year: the 2026 chunk has no count column, the 2027 chunk has;
+    combined, the count is null for the 2026 points (as one file over all points had it)."""
+    from vkbench.site.series_data import SeriesState, build_series, series_files
+
+    def point(k: int, year: int, count: float | None = None) -> dict:
+        metrics = {"rps": {"median": 1000.0 + k, "ci_low": 990.0, "ci_high": 1010.0, "cv": 0.01}}
+        if count is not None:
+            metrics["instructions_per_op"] = {"median": count, "ci_low": count, "ci_high": count, "cv": 0.0001}
+        return {"run_id": f"r{k}", "timestamp": f"{year}-12-{20 + k % 10:02d}T02:00:00Z" if year == 2026 else f"{year}-01-{1 + k:02d}T02:00:00Z",
+                "fingerprint_id": "fp", "valid": True, "metrics": metrics,
+                **({"instructions_method": "m1"} if count is not None else {})}
+
+    points = [point(k, 2026) for k in range(3)] + [point(k, 2027, 2000.0 + k) for k in range(3, 5)]
+    head, chunks, _ = series_files("s", points, {}, {}, [], lambda f: None)
+    assert [(c["y"], c["i"], c["n"]) for c in head["chunks"]] == [(2026, 0, 3), (2027, 3, 2)]
+    assert "instructions_per_op" not in chunks[2026][0]["m"] and "im" not in chunks[2026][0]
+    assert head["metrics"] == ["rps", "instructions_per_op"]
+    main, _ = build_series("s", points, {}, lambda f: None)
+    assert main["m"]["instructions_per_op"]["med"] == [None, None, None, 2000.0 + 3, 2000.0 + 4]
+    assert [main["methods"][c] for c in main["im"]] == ["", "", "", "m1", "m1"]
+    assert main["bounds"] == [{"i": 3, "cut": 1, "kind": "method", "text": "method changed: none → m1"}]
+    assert main["t0"] == epoch(points[0]["timestamp"]) and len(main["dt"]) == 5
+    # The state an incremental build keeps gives the same head when the 2027 points come later.
+    state = SeriesState()
+    state.add(points[:3])
+    state = SeriesState.from_record(json.loads(json.dumps(state.record())))
+    later, _, _ = series_files("s", points[3:], {}, {}, [], lambda f: None, state=state)
+    assert later == head

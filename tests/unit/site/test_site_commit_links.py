@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from vkbench.site.series_data import Columns, assemble_series, build_series, with_commit_links
+from vkbench.site.series_data import Columns, build_series, chunk_files, load_series, with_commit_links
 
 import history_factory
 
@@ -47,17 +47,19 @@ def test_a_series_without_repositories_has_no_repository_columns():
 
 
 def test_repositories_survive_an_incremental_build():
-    """The columns recovered from a built file, extended with new points, give the same file as
-    building every point at once (the incremental site build relies on it)."""
+    """The columns recovered from a written chunk, extended with new points, give the same chunk
+    as building every point at once (the incremental site build relies on it)."""
     first = [_point(0, None), _point(1, "https://github.com/some-fork/valkey.git")]
     later = [_point(2, "file:///srv/mirrors/valkey.git"), _point(3, "https://github.com/some-fork/valkey.git")]
-    for already in (first, first[:1]):          # with and without repository columns in the file
-        main, latency = build_series("sid", already, {}, lambda f: None)
-        cols = Columns.from_files(json.loads(json.dumps(main)), latency, {})
+    for already in (first, first[:1]):          # with and without repository columns in the chunk
+        cols = Columns()
+        cols.append(already)
+        main, latency = chunk_files("sid", 2026, cols)
+        cols = Columns.from_chunk(json.loads(json.dumps(main)), latency)
         cols.append(later)
-        extended, _, _ = assemble_series("sid", cols, {}, {}, [], lambda f: None)
-        full, _ = build_series("sid", already + later, {}, lambda f: None)
-        assert extended == full
+        whole = Columns()
+        whole.append(already + later)
+        assert chunk_files("sid", 2026, cols) == chunk_files("sid", 2026, whole)
 
 
 def test_incident_ends_link_to_their_repository():
@@ -83,12 +85,14 @@ def test_the_built_site_links_source_builds_to_their_repository(built_site):
     out, _, facts = built_site
     load = lambda p: json.loads(Path(p).read_text())  # noqa: E731
     fork = history_factory.SOURCE_REPOSITORIES["cloud-x86"].removesuffix(".git") + "/commit/"
-    regression = load(out / "data" / "series" / f"{facts['regression_sid']}.json")  # cloud-x86 unstable
+    series = lambda sid: load_series(out / "data" / "series", sid)[0]  # noqa: E731
+    regression = series(facts['regression_sid'])  # cloud-x86 unstable
     assert {_link_of(regression, i) for i in range(regression["n"])} == {fork}
-    improvement = load(out / "data" / "series" / f"{facts['improvement_sid']}.json")  # pi-cm4 unstable, file://
+    improvement = series(facts['improvement_sid'])  # pi-cm4 unstable, file://
     assert {_link_of(improvement, i) for i in range(improvement["n"])} == {""}
     release = next(sid for sid, d in facts["sids"].items() if d["version"] == "9.1.2")
-    assert "r" not in load(out / "data" / "series" / f"{release}.json")
+    assert "r" not in series(release)
+    assert not [p for p in (out / "data" / "series" / release).iterdir() if "repos" in load(p)], "nor do its chunks"
     incidents = {i["id"]: i for i in load(out / "data" / "detect.json")["incidents"]}
     bad = incidents["inc-set-io2-x86"]["bad"]
     assert bad["commit_url"] == fork + bad["commit"]

@@ -188,15 +188,135 @@ def test_leftovers_of_a_killed_build_are_removed(history, tmp_path):
     assert not [p for p in os.listdir(site) if p.startswith(".vkbench-")]
 
 
+def files_of(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
 def test_unchanged_series_files_are_not_rewritten(history, tmp_path):
     root, facts = history
     site = tmp_path / "site"
     build_site(root, site)
     series = site / "data" / "series"
-    inodes = {p.name: p.stat().st_ino for p in series.iterdir()}
+    inodes = {p: p.stat().st_ino for p in files_of(series)}
     touched = set(add_run(root, history_factory.RUNS, "pi-cm4"))
     build_site(root, site)
-    for path in series.iterdir():
-        sid = path.name.split(".")[0]
-        assert (path.stat().st_ino == inodes[path.name]) == (sid not in touched), path.name
+    assert files_of(series) == sorted(inodes)
+    for path in files_of(series):
+        sid = path.relative_to(series).parts[0].split(".")[0]
+        assert (path.stat().st_ino == inodes[path]) == (sid not in touched), path
     shutil.rmtree(site)
+
+
+def sparse_copy(site: Path, dest: Path) -> list[str]:
+    """A folder holding only what the next build reads of ``site`` (a sparse checkout)."""
+    inputs = build_module.site_inputs(site)
+    for rel in inputs:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(site / rel, dest / rel)
+    return inputs
+
+
+def test_a_sparse_build_writes_what_changed_and_equals_a_whole_build(history, tmp_path, monkeypatch):
+    """Nights: one more point in the same year; a night whose points cross into a new year; a
+    night in the new year (the old year's chunks now closed); a series dropped. Each night the
+    whole previous site is built incrementally (a), and a folder holding only site_inputs()
+    sparsely (b): the previous site with (b)'s written files copied in and removed files deleted
+    is (a), byte for byte, which is a full build. Closed years' chunks are neither read nor
+    rewritten."""
+    root, facts = history
+    site, full = tmp_path / "site", tmp_path / "full"
+    build_site(root, site)
+    reads: list[str] = []
+    real_read = build_module._read_site_file
+    monkeypatch.setattr(build_module, "_read_site_file",
+                        lambda out_dir, rel, expected: reads.append(rel) or real_read(out_dir, rel, expected))
+    x86 = sorted(s for s, d in facts["sids"].items() if d["machine_class"] == "cloud-x86")
+    nights = [[(history_factory.RUNS, "cloud-x86")],
+              [(91, "cloud-x86"), (91, "pi-cm4"), (92, "cloud-x86"), (92, "pi-cm4")],   # Dec 31 and Jan 1
+              [(93, "cloud-x86")],
+              "drop"]
+    for night, runs in enumerate(nights):
+        if runs == "drop":      # a series leaves the history: its files leave the site
+            dropped = x86[0]
+            index = json.loads((root / "index.json").read_text())
+            del index["series"][dropped]
+            (root / "index.json").write_text(json.dumps(index))
+            shutil.rmtree(root / "series" / dropped[:2] / dropped)
+        else:
+            for k, machine_class in runs:
+                add_run(root, k, machine_class)
+        old, sparse = tmp_path / f"old-{night}", tmp_path / f"sparse-{night}"
+        shutil.copytree(site, old)
+        inputs = sparse_copy(site, sparse)
+        stamps = {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in files_of(site / "data" / "series")}
+        del reads[:]
+        whole = build_site(root, site)
+        whole_reads, reads[:] = list(reads), []
+        part = build_site(root, sparse, sparse=True)
+        assert part.sparse and not part.complete and part.mode == whole.mode == "incremental"
+        assert (part.kept, part.appended, part.rebuilt) == (whole.kept, whole.appended, whole.rebuilt)
+        assert part.rebuilt == 0
+        assert set(reads) == set(whole_reads) and set(reads) <= set(inputs), "reads only what site_inputs lists"
+        for rel in part.written:
+            (old / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(sparse / rel, old / rel)
+        for rel in part.removed:
+            (old / rel).unlink()
+        assert_same_tree(old, site)
+        build_site(root, full, full=True)
+        assert_same_tree(site, full)
+        if night == 1:
+            assert {p.name for p in (site / "data" / "series" / x86[0]).iterdir()} == {
+                "2026.json", "2026.latency.json", "2027.json", "2027.latency.json"}
+            head = json.loads((site / "data" / "series" / f"{x86[0]}.json").read_text())
+            assert [(c["y"], c["i"], c["n"]) for c in head["chunks"]] == [(2026, 0, 32), (2027, 32, 1)]
+        if night == 2:
+            closed = [p for p in stamps if p.name.startswith("2026.")]
+            assert closed and not [r for r in reads if "/2026." in r], "a closed year's chunk is not read"
+            assert all((p.stat().st_ino, p.stat().st_mtime_ns) == stamps[p] for p in closed), "nor rewritten"
+            assert not [r for r in part.written if "/2026." in r]
+            assert not [p for p in (sparse / "data" / "series").rglob("2026.*")], "absent files stay absent"
+            grown = {r for r in part.written if r.startswith("data/series/")}
+            assert grown == {f"data/series/{s}{suffix}" for s in x86 for suffix in (".json", "/2027.json", "/2027.latency.json")}
+        if night == 3:
+            assert part.removed == sorted([f"data/series/{dropped}.json"] + [f"data/series/{dropped}/{y}{lat}.json" for y in (2026, 2027) for lat in ("", ".latency")])
+            assert not (sparse / "data" / "series" / dropped).exists()
+
+
+def test_a_sparse_build_without_a_manifest_writes_the_whole_site(history, tmp_path):
+    root, _ = history
+    site, sparse = tmp_path / "site", tmp_path / "sparse"
+    build_site(root, site)
+    (sparse / "data" / "series").mkdir(parents=True)
+    (sparse / "data" / "series" / "stale.latency.json").write_text("{}")   # an older layout's file
+    report = build_site(root, sparse, sparse=True)
+    assert report.complete and report.mode == "full"
+    assert report.removed == ["data/series/stale.latency.json"]
+    assert_same_tree(sparse, site)
+    assert sorted(report.written) == sorted(str(p.relative_to(sparse)) for p in files_of(sparse))
+    assert build_module.site_inputs(sparse)[0] == "data/build-manifest.json"
+
+
+def test_a_site_file_that_differs_from_the_manifest_gets_its_series_rebuilt(history, tmp_path):
+    """An interrupted sparse build may have moved a newer chunk in before its manifest: the next
+    build does not extend what it cannot trust (its digest differs), it rebuilds that series."""
+    root, facts = history
+    site, full = tmp_path / "site", tmp_path / "full"
+    build_site(root, site)
+    add_run(root, history_factory.RUNS, "cloud-x86")
+    sid = sorted(s for s, d in facts["sids"].items() if d["machine_class"] == "cloud-x86")[0]
+    chunk = site / "data" / "series" / sid / "2026.json"
+    data = json.loads(chunk.read_text())
+    data["ok"][0] = 0
+    chunk.write_text(json.dumps(data))
+    for sparse in (False, True):
+        work = tmp_path / f"work-{sparse}"
+        shutil.copytree(site, work)
+        report = build_site(root, work, sparse=sparse)
+        assert report.rebuilt == 1, "only the series whose chunk is not the recorded one"
+        build_site(root, full, full=True)
+        if not sparse:
+            assert_same_tree(work, full)
+        else:
+            assert f"data/series/{sid}/2026.json" in report.written
+            assert (work / "data" / "series" / sid / "2026.json").read_bytes() == (full / "data" / "series" / sid / "2026.json").read_bytes()

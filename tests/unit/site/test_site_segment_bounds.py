@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from vkbench.site.build import build_site
-from vkbench.site.series_data import build_series
+from vkbench.site.series_data import build_series, load_series
 
 import history_factory
 
@@ -68,7 +68,7 @@ def test_a_baseline_reset_keeps_the_line():
 def test_a_built_site_carries_the_method_break(tmp_path):
     facts = history_factory.write_counted_history(tmp_path / "history")
     build_site(tmp_path / "history", tmp_path / "site", reference_dir=None)
-    main = json.loads((tmp_path / "site" / "data" / "series" / f"{facts['sid']}.json").read_text())
+    main, _ = load_series(tmp_path / "site" / "data" / "series", facts["sid"])
     at = history_factory.METHOD_SWITCH_AT
     assert main["bounds"] == [{"i": at, "cut": 1, "kind": "method",
                                "text": f"method changed: {history_factory.OLD_METHOD} → {history_factory.NEW_METHOD}"}]
