@@ -53,8 +53,8 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
                 reference_dir, no_reference, full_site, site_branch, keep_raw_days, keep_results_days, shallow, workdir, strict,
                 as_json):
     """Ingest RESULTS into the history on BRANCH and push (safe with concurrent publishers)."""
-    from ..history.publish import publish
-    from ..paths import check_apart, check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
+    from ..history.publish import SiteBuild, publish
+    from ..paths import check_apart, check_branch_name, check_repo_arg, safe_subpath
 
     # every name from a flag is checked before anything is read or written
     check_branch_name(branch)
@@ -94,16 +94,23 @@ def publish_cmd(results, repo_dir, branch, history_subdir, message, retry_for, m
             from ..history.retain import retain
 
             click.echo(retain(history, keep_raw_days=keep_raw_days, keep_results_days=keep_results_days).summary(), err=True)
-        if build_site is not None:
-            check_no_symlink(root, root / site_out, "site")   # the branch may carry a symlinked site folder
-            site = build_site(history, root / site_out, reference_dir=reference_dir, full=full_site, store=store)
-            click.echo(site.summary(), err=True)
 
+    def build(site_dir: Path, store, sparse: bool):
+        # after detection and retention (publish's hooks); sparse on a separate, partial site branch
+        site = build_site(store.path, site_dir, reference_dir=reference_dir, full=full_site, store=store, sparse=sparse)
+        click.echo(site.summary(), err=True)
+        return site
+
+    site = None
+    if build_site is not None:
+        from ..site.build import MANIFEST, site_inputs
+
+        site = SiteBuild(build=build, reads=site_inputs, manifest=f"data/{MANIFEST}")
     report = publish(
         results, repo_dir, branch, history_subdir=history_subdir, message=message,
         max_retries=max_retries, retry_for=retry_for, before_commit_store=before_commit, workdir=workdir,
-        site_branch=site_branch, site_subdir=site_out if site_branch else None, shallow=shallow, strict=strict,
-        run_days=[d for d in (keep_raw_days, keep_results_days) if d is not None],
+        site_branch=site_branch, site_subdir=site_out, shallow=shallow, strict=strict,
+        run_days=[d for d in (keep_raw_days, keep_results_days) if d is not None], site=site,
     )
     from .ingest import warn_conflicts
 

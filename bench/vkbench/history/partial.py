@@ -55,6 +55,15 @@ def configure(git) -> None:
     git("config", "remote.origin.partialclonefilter", "blob:none")
 
 
+def prefetch_blobs(git, oids: Iterable[str]) -> None:
+    """Fetch these objects' contents from ``origin`` in one request, as git's own lazy fetch
+    does for one (``fetch --stdin`` with object ids): reading them afterwards fetches nothing."""
+    wanted = sorted(set(oids))
+    if wanted:
+        git("-c", "fetch.negotiationAlgorithm=noop", "fetch", "-q", "--no-tags", "--no-write-fetch-head",
+            "--recurse-submodules=no", "--filter=blob:none", "--stdin", "origin", input_text="\n".join(wanted) + "\n")
+
+
 class PartialCheckout:
     """The tracked files of a sparse work tree that are not on disk, and how to get them.
 
@@ -64,6 +73,7 @@ class PartialCheckout:
         self.root = Path(root)
         self._git = git or _runner(self.root)
         self._absent: set[str] | None = None
+        self._by_dir: dict[str, set[str]] = {}     # folder -> names of its absent files
 
     def absent(self) -> set[str]:
         """Paths (relative to the root, ``/``-separated) git tracks with the skip-worktree bit and
@@ -75,6 +85,10 @@ class PartialCheckout:
                 if item.startswith("S "):
                     found.add(item[2:])
             self._absent = {p for p in found if not os.path.lexists(self.root / p)}
+            self._by_dir = {}
+            for rel in self._absent:
+                folder, _, name = rel.rpartition("/")
+                self._by_dir.setdefault(folder, set()).add(name)
         return self._absent
 
     def relative(self, path: str | os.PathLike) -> str | None:
@@ -91,10 +105,12 @@ class PartialCheckout:
     def absent_names(self, directory: str | os.PathLike) -> list[str]:
         """Names of the absent files directly in ``directory``."""
         rel = self.relative(directory)
-        if rel is None:
-            return []
-        prefix = rel.rstrip("/") + "/"
-        return sorted(p[len(prefix):] for p in self.absent() if p.startswith(prefix) and "/" not in p[len(prefix):])
+        return [] if rel is None else self.absent_in(rel)
+
+    def absent_in(self, folder: str) -> list[str]:
+        """Names of the absent files directly in ``folder`` (relative to the root, ``/``-separated)."""
+        self.absent()
+        return sorted(self._by_dir.get(folder.strip("/"), ()))
 
     def materialize(self, paths: Iterable[str | os.PathLike]) -> int:
         """Check out those of ``paths`` that are absent (one ``git sparse-checkout add``: git
@@ -118,6 +134,9 @@ class PartialCheckout:
                                hint="the remote must serve missing objects of a partial clone (uploadpack.allowFilter); "
                                     "publish with --full-fetch")
         self._absent.difference_update(wanted)
+        for rel in wanted:
+            folder, _, name = rel.rpartition("/")
+            self._by_dir.get(folder, set()).discard(name)
         return len(wanted)
 
 
@@ -143,8 +162,8 @@ def find(history_dir: str | os.PathLike) -> PartialCheckout | None:
 def _runner(root: Path):
     env = dict(os.environ, GIT_TERMINAL_PROMPT="0", LC_ALL="C")
 
-    def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+    def git(*args: str, check: bool = True, input_text: str | None = None) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, input=input_text)
         if check and proc.returncode != 0:
             raise PublishError(f"git {' '.join(args[:3])} failed in {root}: {proc.stderr.strip() or proc.stdout.strip()}",
                                hint="the history's partial checkout is damaged: publish again (it starts from a fresh one)")
@@ -152,4 +171,4 @@ def _runner(root: Path):
     return git
 
 
-__all__ = ["PartialCheckout", "configure", "find", "sparse_patterns"]
+__all__ = ["PartialCheckout", "configure", "find", "prefetch_blobs", "sparse_patterns"]

@@ -28,13 +28,28 @@ from ..errors import PublishError
 from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
 from ..servers.source_build import sigterm_raises
 from .ingest import IngestReport, ingest, input_files, load_all
-from .partial import PartialCheckout, configure as configure_partial, sparse_patterns
+from .partial import PartialCheckout, configure as configure_partial, prefetch_blobs, sparse_patterns
 from .series import month_of
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
 _CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SiteBuild:
+    """How publish builds the trend site into its folder (``vkbench.site.build``, handed in by
+    the CLI: the history package does not import the site's). ``build(site_dir, store, sparse)``
+    returns a report with ``written``/``removed`` (paths relative to the site folder) and
+    ``complete``; ``reads(site_dir)``: the files of the previous site the next build reads (known
+    from its manifest). With a separate site branch, publish checks out only those (a partial
+    clone) and commits exactly what the build wrote and removed."""
+
+    build: Callable[[Path, HistoryStore, bool], object]
+    reads: Callable[[Path], list[str]]
+    #: the build's manifest, relative to the site folder: ``reads`` works from it alone
+    manifest: str = "data/build-manifest.json"
 
 
 @dataclass
@@ -104,6 +119,7 @@ def publish(
     shallow: bool = True,
     strict: bool = False,
     run_days: Iterable[int] = (),
+    site: SiteBuild | None = None,
 ) -> PublishReport:
     """Ingest ``results`` into ``<checkout>/<history_subdir>`` on ``branch`` and push.
 
@@ -123,6 +139,8 @@ def publish(
     the history's tip in part (history/partial.py): its small files and the months the
     results fall in, the rest fetched when a reader needs it. ``run_days``: the retention
     periods in days; the run folders of the months retention prunes tonight are checked out.
+    ``site``: build the site into ``site_subdir`` after the hooks (:class:`SiteBuild`); on a
+    separate, shallow site branch the build is sparse: it reads and writes what changed only.
     ``site_branch``: ``branch`` then holds the history (a data branch nobody publishes) and
     ``site_branch`` only ``<site_subdir>/`` (what the browser loads); both are pushed in one
     atomic push, so either both land or neither does (docs/history-format.md, "Branches").
@@ -136,13 +154,17 @@ def publish(
         check_branch_name(site_branch)
         _check_site_split(branch, site_branch, history_subdir, site_subdir)
     remote_str = check_repo_arg(str(remote))
+    if site is not None and not site_subdir:
+        raise PublishError("building the site needs its folder", hint="pass --site-out FOLDER")
+    if site_subdir is not None:
+        safe_subpath(site_subdir, "--site-out")
     paths = input_files(results)
     loaded = load_all(paths)                    # every file valid before any git work
     months = _night_months(loaded, run_days)
     with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
         return _publish(paths, remote_str, branch, history_subdir, message, max_retries,
                         _before_commit_hooks(before_commit, before_commit_store), workdir,
-                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow, strict, months)
+                        backoff, max_backoff, retry_for, site_branch, site_subdir, shallow, strict, months, site)
 
 
 def _before_commit_hooks(before_commit, before_commit_store) -> Callable[[Path, HistoryStore], None] | None:
@@ -178,7 +200,7 @@ def _night_months(results: list[dict], run_days: Iterable[int], now: datetime | 
 
 
 def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
-             site_branch, site_subdir, shallow, strict=False, months=None):
+             site_branch, site_subdir, shallow, strict=False, months=None, site=None):
     in_place = is_worktree(remote_str)
     temp = None
     if in_place:
@@ -204,7 +226,7 @@ def _publish(paths, remote_str, branch, history_subdir, message, max_retries, be
             else:
                 git("remote", "add", "--", "origin", remote_str)
         layout = _Layout(branch, history_subdir, site_branch, site_subdir, shallow and not in_place, strict,
-                         months if shallow and not in_place and months is not None else None)
+                         months if shallow and not in_place and months is not None else None, site)
         return _publish_loop(git, root, paths, layout, message, max_retries, before_commit, backoff, max_backoff, retry_for)
     finally:
         if temp is not None:
@@ -225,6 +247,12 @@ class _Layout:
     #: a partial checkout of the history (history/partial.py): (shard months, run-folder months)
     #: it starts with; None: the whole tree on disk
     partial: tuple[list[str], list[str]] | None = None
+    site: SiteBuild | None = None
+
+    @property
+    def sparse_site(self) -> bool:
+        """The site branch is checked out in part and built sparse (what changed only)."""
+        return self.site is not None and self.site_branch is not None and self.partial is not None
 
 
 _SITE_INDEX = "vkbench-site.index"   # the site branch's own index file inside .git
@@ -293,6 +321,10 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         report = ingest(store, paths, strict=layout.strict)
         if before_commit is not None:
             before_commit(root, store)
+        built = None
+        if layout.site is not None:
+            check_no_symlink(root, root / layout.site_subdir, "site")   # the branch may carry a symlinked site folder
+            built = layout.site.build(root / layout.site_subdir, store, layout.sparse_site)
         data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]
         # --sparse: new files (a new month's shards) may lie outside the checkout's patterns;
         # tracked files not on disk are never taken for deleted
@@ -300,7 +332,8 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         data_changed = git("diff", "--cached", "--quiet", check=False).returncode != 0
         site_commit = None
         if layout.site_branch is not None:
-            site_commit = _commit_site(git, root, layout, site_parent, message or "site: rebuilt from the history")
+            site_commit = _commit_site(git, root, layout, site_parent, message or "site: rebuilt from the history",
+                                       built if layout.sparse_site else None)
         if not data_changed and site_commit is None:
             messages.append("nothing new to publish")
             return PublishReport(False, attempt, None, branch, report, root, messages)
@@ -395,17 +428,55 @@ def _checkout_site(git: _Git, root: Path, layout: _Layout) -> str | None:
     if not git("ls-remote", "--heads", "origin", f"refs/heads/{layout.site_branch}").stdout.strip():
         site("read-tree", "--empty")
         return None
-    git("fetch", "-q", *(["--depth", "1"] if layout.shallow else []), "origin", f"+refs/heads/{layout.site_branch}:{ref}")
+    git("fetch", "-q", *(["--depth", "1"] if layout.shallow else []), *(["--filter=blob:none"] if layout.sparse_site else []),
+        "origin", f"+refs/heads/{layout.site_branch}:{ref}")
     site("read-tree", ref)
-    if git("ls-tree", "-d", ref, "--", layout.site_subdir).stdout.strip():
+    if layout.sparse_site:
+        # the manifest, then only what the build will read: the heads and newest chunks
+        listing = _tree_files(git, ref, layout.site_subdir)
+        manifest = [p for p in (f"{layout.site_subdir}/{layout.site.manifest}",) if p in listing]
+        _checkout_files(git, site, ref, listing, manifest)
+        reads = [f"{layout.site_subdir}/{rel}" for rel in layout.site.reads(root / layout.site_subdir)]
+        _checkout_files(git, site, ref, listing, [p for p in reads if p in listing and p not in manifest])
+    elif git("ls-tree", "-d", ref, "--", layout.site_subdir).stdout.strip():
         site("checkout", "-f", ref, "--", layout.site_subdir)   # only the site folder: nothing else lands in the data tree
     return git("rev-parse", ref).stdout.strip()
 
 
-def _commit_site(git: _Git, root: Path, layout: _Layout, parent: str | None, message: str) -> str | None:
-    """Commit the site folder alone onto the site branch; None when it did not change."""
+def _tree_files(git: _Git, ref: str, folder: str) -> dict[str, str]:
+    """``{path: blob id}`` of the files under ``folder`` in ``ref`` (trees only: no contents fetched)."""
+    out = {}
+    for line in git("ls-tree", "-r", "-z", "--full-tree", ref, "--", folder).stdout.split("\0"):
+        if line:
+            meta, path = line.split("\t", 1)
+            out[path] = meta.split()[2]
+    return out
+
+
+def _checkout_files(git: _Git, site: _Git, ref: str, listing: dict[str, str], paths: list[str]) -> None:
+    """Write ``paths`` of ``ref`` into the work tree, their contents fetched in one batch first (a
+    checkout of paths would fetch each missing one on its own)."""
+    if not paths:
+        return
+    prefetch_blobs(git, [listing[p] for p in paths])
+    site("checkout", "-f", ref, "--pathspec-from-file=-", "--pathspec-file-nul", input_text="\0".join(paths))
+
+
+def _commit_site(git: _Git, root: Path, layout: _Layout, parent: str | None, message: str, built=None) -> str | None:
+    """Commit the site folder alone onto the site branch; None when it did not change. ``built``:
+    a sparse build's report: exactly its written and removed files change (the others are not on
+    disk); a complete one replaces the folder."""
     site = _site_git(git)
-    if (root / layout.site_subdir).exists() or site("ls-files", "--", layout.site_subdir).stdout.strip():
+    if built is not None:
+        sub = layout.site_subdir
+        if built.complete:
+            site("rm", "-r", "-q", "-f", "--cached", "--ignore-unmatch", "--", sub)
+        if built.written:
+            site("add", "-f", "--sparse", "--pathspec-from-file=-", "--pathspec-file-nul",
+                 input_text="\0".join(f"{sub}/{rel}" for rel in built.written))
+        if built.removed:
+            site("update-index", "--force-remove", "-z", "--stdin", input_text="\0".join(f"{sub}/{rel}" for rel in built.removed) + "\0")
+    elif (root / layout.site_subdir).exists() or site("ls-files", "--", layout.site_subdir).stdout.strip():
         site("add", "-A", "-f", "--", layout.site_subdir)   # on top of the site branch's index: unchanged files are not re-hashed
     tree = site("write-tree").stdout.strip()
     if parent is not None and tree == git("rev-parse", f"{parent}^{{tree}}").stdout.strip():

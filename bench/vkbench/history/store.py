@@ -154,6 +154,15 @@ class HistoryStore:
             self._checkout = find_partial(self.path) if self.path.is_dir() else None
         return self._checkout
 
+    def _absent_shards(self, sid: str) -> frozenset[str] | set[str]:
+        """File names of the series' shards a partial checkout holds but not on disk."""
+        co = self.checkout
+        if co is None:
+            return frozenset()
+        if self._rel_prefix is None:
+            self._rel_prefix = co.relative(self.path) or ""
+        return set(co.absent_in(f"{self._rel_prefix}/series/{sid[:2]}/{sid}"))
+
     def _is_absent(self, path: str | os.PathLike) -> bool:
         """Tracked by the partial checkout but not on disk (a path under this history)."""
         co = self.checkout
@@ -324,11 +333,10 @@ class HistoryStore:
 
     def shard_months(self, sid: str) -> list[str]:
         directory = self.series_dir(sid)
-        if not directory.is_dir():
-            return []
-        found = [p.name for p in directory.glob("*.jsonl")]
-        if self.checkout is not None:          # and those a partial checkout keeps in git
-            found += [n for n in self.checkout.absent_names(directory) if n.endswith(".jsonl")]
+        # and those only in git (a series none of whose months is checked out has no folder)
+        found = [n for n in self._absent_shards(sid) if n.endswith(".jsonl")]
+        if directory.is_dir():
+            found += [p.name for p in directory.glob("*.jsonl")]
         names = (shard_file_month(name) for name in set(found))
         return sorted(m for m in names if m is not None)
 
@@ -443,9 +451,11 @@ class HistoryStore:
             found = out[sid] = {}
             directory = os.path.join(self.path, "series", sid[:2], sid)
             version = self.layout_version()
+            absent = self._absent_shards(sid)
             for month in entry.get("shards") or []:
-                path = os.path.join(directory, shard_file_name(sid, month, version))
-                if digests.get(month) is not None and self._is_absent(path):
+                name = shard_file_name(sid, month, version)
+                path = os.path.join(directory, name)
+                if name in absent and digests.get(month) is not None:
                     # in git, not on disk: what the tree holds (checked when read, partial.py)
                     found[month] = {"bytes": digests[month]["bytes"], "sha256": digests[month]["sha256"]}
                     continue
@@ -487,11 +497,13 @@ class HistoryStore:
         no shard on disk is unlisted."""
         listed = set(entry.get("shards") or [])
         checked = self.lines_checked_months(sid, entry) if deep else frozenset()
+        absent = self._absent_shards(sid)
+        version = self.layout_version()
         for month in sorted(listed):
+            if absent and shard_file_name(sid, month, version) in absent:
+                continue        # in git, not on disk: checked when read (partial.py)
             path = self.shard_path(sid, month)
             expected = (entry.get("shard_digests") or {}).get(month)
-            if self._is_absent(path):
-                continue        # in git, not on disk: checked when read (partial.py)
             if deep and month in checked and expected is not None:
                 self.verify_shard(sid, month, entry)   # the bytes the ledger's line check saw; not parsed
                 continue

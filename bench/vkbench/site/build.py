@@ -511,6 +511,19 @@ class _SeriesPlan:
         self.shard_state = _shard_state(self.shards, self.sizes, self.hashes)
         self.dims_key = _digest([entry.get("dims"), entry.get("arch")])
         self.detect_key = _digest([sdetect.get("cps") or [], [[i.get("id"), i.get("annotation"), i.get("bad")] for i in sdetect.get("incidents") or []]])
+        #: how many points detection saw in this series (its indexes are into exactly those)
+        self.detected_points = ((detect.get("series_state") or {}).get(sid) or {}).get("points")
+
+    def indexes_resolve(self, n: int) -> bool:
+        """Detection's change points index this series' ``n`` points as the site orders them
+        (both by timestamp, then run id: detection ran on exactly these points), and every
+        incident's first bad run is one of its change points: the head can place them by index
+        without the run ids of every point."""
+        cps = self.sdetect.get("cps") or []
+        if self.detected_points != n or not all(isinstance(cp.get("index"), int) and 0 <= cp["index"] < n for cp in cps):
+            return False
+        runs = {cp.get("run_id") for cp in cps}
+        return all((incident.get("bad") or {}).get("run_id") in runs for incident in self.sdetect.get("incidents") or [])
 
     def output_key(self, fps: list[str]) -> str:
         """Everything the series files depend on besides the points themselves."""
@@ -707,16 +720,22 @@ def _kept(plan: _SeriesPlan, out: _Output, old_out: Path) -> dict | None:
     return dict(plan.prev)
 
 
-def _extension(plan: _SeriesPlan, out: _Output, old_out: Path) -> tuple[list[dict], dict, SeriesState, dict[int, Columns]] | None:
+def _extension(plan: _SeriesPlan, out: _Output, old_out: Path
+               ) -> tuple[list[dict], dict, SeriesState, dict[int, Columns], bool] | None:
     """When the series only grew: (the new points, the previous head, the series' state, the
     columns of the chunks that get points: the newest previous year's read back, new years'
-    empty). Reads the previous head and, only when the night's points fall in its year, the
-    newest chunk; never a closed year's. None when the series must be rebuilt instead."""
+    empty, whether change points are placed by detection's indexes). Reads the previous head
+    and, only when the night's points fall in its year, the newest chunk; never a closed
+    year's. None when the series must be rebuilt instead."""
     sid, prev = plan.sid, plan.prev
     fresh = plan.appended()
     # Change points and notes keep their indexes when only points were appended and each
-    # resolved by run id; otherwise they are resolved against every point (full rebuild).
-    if fresh is None or not (prev["refs_ok"] and prev["detect_key"] == plan.detect_key):
+    # resolved by run id; when detection changed since, they are placed by its indexes if those
+    # are into exactly these points; otherwise they are resolved against every point (rebuild).
+    if fresh is None or not prev["refs_ok"]:
+        return None
+    by_index = prev["detect_key"] != plan.detect_key
+    if by_index and not plan.indexes_resolve(prev["n"] + len(fresh)):
         return None
     head = _read_site_file(old_out, _head_path(sid), prev["head"])
     if head is None:
@@ -739,7 +758,7 @@ def _extension(plan: _SeriesPlan, out: _Output, old_out: Path) -> tuple[list[dic
             cols = Columns.from_chunk(main, latency)
         cols.append(points)
         touched[year] = cols
-    return fresh, head, state, touched
+    return fresh, head, state, touched, by_index
 
 
 def _written(plan: _SeriesPlan, out: _Output, old_out: Path | None) -> dict | None:
@@ -747,9 +766,10 @@ def _written(plan: _SeriesPlan, out: _Output, old_out: Path | None) -> dict | No
     were only appended, else every file from all its shards."""
     sid, prev = plan.sid, plan.prev
     extension = _extension(plan, out, old_out) if prev and old_out else None
+    by_index = False
     if extension is not None:
-        fresh, old_head, state, touched = extension
-        reuse = (old_head["cp"], old_head["notes"])
+        fresh, old_head, state, touched, by_index = extension
+        reuse = None if by_index else (old_head["cp"], old_head["notes"])
         last_raw = fresh[-1] if fresh else prev["last_raw"]
         last = last_point(fresh) if fresh else prev["last"]
         t0 = prev["t0"]
@@ -775,7 +795,7 @@ def _written(plan: _SeriesPlan, out: _Output, old_out: Path | None) -> dict | No
         c["b"], c["h"] = out.put_json(_chunk_path(sid, year), main)
         c["lat"] = 1 if latency["m"] else 0
         c["lb"], c["lh"] = out.put_json(_chunk_path(sid, year, latency=True), latency) if c["lat"] else (0, None)
-    head, refs_ok = assemble_head(sid, state, plan.sdetect, plan.noise, plan.seg, plan.env_of, reuse)
+    head, refs_ok = assemble_head(sid, state, plan.sdetect, plan.noise, plan.seg, plan.env_of, reuse, by_index=by_index)
     if reuse is not None:
         refs_ok = prev["refs_ok"]
     return {

@@ -426,14 +426,17 @@ def segment_bounds(spans: list[list], n: int, seg_starts: list[int], env_of) -> 
 
 
 def assemble_head(sid: str, state: SeriesState, sdetect: dict, noise_of: dict, seg_of: list, env_of,
-                  reuse: tuple[list, list] | None = None) -> tuple[dict, bool]:
+                  reuse: tuple[list, list] | None = None, *, by_index: bool = False) -> tuple[dict, bool]:
     """The head file of one series: (head, refs_ok).
 
     ``sdetect``: this series' part of :func:`series_detect`; ``noise_of``/``seg_of``: detect.json's
     noise and segments of the series; ``env_of(fingerprint_id)``: the environment of a
     fingerprint. ``reuse``: the change points and notes of the previous build, when only points
     were appended and every detection reference resolved by run id (their indexes stay put).
-    ``refs_ok`` says whether every detection reference resolved by run id."""
+    ``refs_ok`` says whether every detection reference resolved by run id. ``by_index``: the
+    state holds no run ids (a series only extended); change points are placed by detection's
+    own indexes, an incident's note at its first bad run's change point (the caller checked
+    that detection ran on exactly these points: ``_SeriesPlan.indexes_resolve``)."""
     n = state.n
     present = [m for m in METRICS if m in state.metrics]
     noise = {}
@@ -449,6 +452,8 @@ def assemble_head(sid: str, state: SeriesState, sdetect: dict, noise_of: dict, s
         change_points, notes = reuse
     else:
         runs = state.run_ids or {}
+        if by_index:
+            runs = {cp.get("run_id"): cp["index"] for cp in sdetect.get("cps") or [] if isinstance(cp.get("index"), int)}
 
         def index_of(ref, fallback):
             nonlocal refs_ok

@@ -130,6 +130,49 @@ def test_changed_detection_rebuilds_the_series_it_names(history, tmp_path):
     assert_same_tree(site, full)
 
 
+def test_detection_that_changed_with_appended_points_extends_the_series_by_index(history, tmp_path):
+    """Issue 23: the night's detection found a change point among the new points of a series
+    (every night, somewhere in a big fleet). Detection ran on exactly these points, so its
+    indexes place the change points: the series is extended (head and newest chunk), not rebuilt
+    from ten years of shards, and the site equals a full build's."""
+    root, facts = history
+    site, full = tmp_path / "site", tmp_path / "full"
+    build_site(root, site)
+    sid = facts["improvement_sid"]
+    machine_class = json.loads((root / "index.json").read_text())["series"][sid]["dims"]["machine_class"]
+    touched = add_run(root, history_factory.RUNS, machine_class)
+    index = json.loads((root / "index.json").read_text())
+    detect = json.loads((root / "detect.json").read_text())
+    k = next(i for i, cp in enumerate(detect["change_points"]) if cp["series_id"] == sid)
+    new_run = f"run-{history_factory.RUNS:03d}-{machine_class}"
+    detect["change_points"][k] = dict(detect["change_points"][k], index=index["series"][sid]["points"] - 1, run_id=new_run)
+    for incident in detect["incidents"]:
+        if sid in (incident.get("series_ids") or []):
+            incident["bad"]["run_id"] = new_run
+    detect["series_state"] = {s: {"inputs": "-", "points": index["series"][s]["points"], "sealed": "-",
+                                  "last": {"timestamp": index["series"][s]["last"], "run_id": new_run},
+                                  "last_month": index["series"][s]["shards"][-1], "last_shard": {"sha256": "-", "bytes": 1}}
+                              for s in touched}
+    (root / "detect.json").write_text(json.dumps(detect))
+    reads = []
+    read_points = build_module.History.read_points
+    build_module.History.read_points = lambda self, s: reads.append(s) or read_points(self, s)
+    try:
+        report = build_site(root, site)
+    finally:
+        build_module.History.read_points = read_points
+    assert report.rebuilt == 0 and report.appended == len(touched) and reads == []
+    head = json.loads((site / "data" / "series" / f"{sid}.json").read_text())
+    assert head["cp"][0]["i"] == index["series"][sid]["points"] - 1
+    build_site(root, full, full=True)
+    assert_same_tree(site, full)
+    # detection that changed but did not run on these points (its count differs): rebuilt from the shards
+    detect["change_points"][k]["magnitude"] = 0.5
+    (root / "detect.json").write_text(json.dumps(detect))
+    add_run(root, history_factory.RUNS + 1, machine_class)
+    assert build_site(root, site).rebuilt >= 1
+
+
 def test_a_late_point_or_an_edited_shard_rebuilds_the_series(history, tmp_path):
     root, facts = history
     site, full = tmp_path / "site", tmp_path / "full"
