@@ -52,9 +52,21 @@ def _history(bare: Path) -> dict[str, str]:
     """Every file of the data branch's history/ (blob ids); index.json and detect.json without
     their timestamps."""
     out = {}
+    logs = {}
     for line in git(bare, "ls-tree", "-r", "vkbench-data", "--", "history").splitlines():
         meta, path = line.split("\t", 1)
         out[path] = meta.split()[2]
+        if path.endswith("/retention.log"):
+            logs[path] = out[path]
+    # a retention log's lines say when they were written: compare what they say was removed
+    texts = subprocess.run(["git", "cat-file", "--batch"], cwd=bare, input="".join(f"{oid}\n" for oid in logs.values()),
+                           check=True, capture_output=True, text=True, timeout=300).stdout
+    for path, oid in logs.items():
+        header = f"{oid} blob "
+        start = texts.index(header)
+        size = int(texts[start + len(header):texts.index("\n", start)])
+        body = texts[texts.index("\n", start) + 1:][:size]
+        out[path] = [{k: v for k, v in json.loads(line).items() if k != "pruned"} for line in body.splitlines()]
     for name, stamp in (("index.json", "updated"), ("detect.json", "generated")):
         doc = json.loads(git(bare, "show", f"vkbench-data:history/{name}"))
         doc.pop(stamp)

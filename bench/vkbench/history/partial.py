@@ -6,9 +6,10 @@ fingerprints, and the month shards and run folders of the months it touches. Ten
 shards stay in git, listed in the index with the skip-worktree bit, and cost nothing until read.
 
 Every reader goes through :class:`~.store.HistoryStore`, which asks this module for a shard that
-is tracked but not on disk: :meth:`PartialCheckout.materialize` adds it to the sparse checkout
-(``git sparse-checkout add``), and git fetches the missing contents in one batch. So what a
-night checks out first is only a prefetch: a reader that needs an older month gets it, slower.
+is tracked but not on disk: :meth:`PartialCheckout.materialize` fetches the missing contents in
+one batch (by object id, as git's own lazy fetch does one at a time) and checks the files out
+of the index. So what a night checks out first is only a prefetch: a reader that needs an older
+month gets it, slower.
 
 Integrity: a shard that is not on disk is what git's tree says it is (content-addressed, checked
 when fetched); the store checks its bytes against index.json (size and sha256) the moment it is
@@ -29,6 +30,10 @@ from ..errors import PublishError
 #: branch's top level (and the site folders of a one-branch layout), the history's own files and
 #: fingerprints; neither a series shard nor a run folder.
 BASE_PATTERNS = ("/*", "!/{h}/series/*/*/*", "!/{h}/runs/*/")
+
+#: In the repository: the files :meth:`PartialCheckout.materialize` checked out since the checkout
+#: was made (NUL-separated), so a commit drops those a writer removed.
+MATERIALIZED = "vkbench-materialized"
 
 _GIT_SETTINGS = (
     # a lazily fetched object must not start a background gc or maintenance in the checkout
@@ -74,17 +79,24 @@ class PartialCheckout:
         self._git = git or _runner(self.root)
         self._absent: set[str] | None = None
         self._by_dir: dict[str, set[str]] = {}     # folder -> names of its absent files
+        self._oids: dict[str, str] = {}            # absent path -> its blob id (from git's index)
+
+    def _skipped(self) -> dict[str, str]:
+        """``{path: blob id}`` of what git tracks with the skip-worktree bit and is not on disk."""
+        oids = {}
+        for item in self._git("ls-files", "-s", "-t", "-z").stdout.split("\0"):
+            if item.startswith("S "):           # "S <mode> <blob id> <stage>\t<path>"
+                meta, _, path = item.partition("\t")
+                if not os.path.lexists(self.root / path):
+                    oids[path] = meta.split()[2]
+        return oids
 
     def absent(self) -> set[str]:
         """Paths (relative to the root, ``/``-separated) git tracks with the skip-worktree bit and
         that are not on disk. Read once (``git ls-files -t``), then kept up to date."""
         if self._absent is None:
-            out = self._git("ls-files", "-t", "-z").stdout
-            found = set()
-            for item in out.split("\0"):
-                if item.startswith("S "):
-                    found.add(item[2:])
-            self._absent = {p for p in found if not os.path.lexists(self.root / p)}
+            self._oids = self._skipped()
+            self._absent = set(self._oids)
             self._by_dir = {}
             for rel in self._absent:
                 folder, _, name = rel.rpartition("/")
@@ -113,8 +125,10 @@ class PartialCheckout:
         return sorted(self._by_dir.get(folder.strip("/"), ()))
 
     def materialize(self, paths: Iterable[str | os.PathLike]) -> int:
-        """Check out those of ``paths`` that are absent (one ``git sparse-checkout add``: git
-        fetches their contents in one batch). Returns how many. Safe from several processes
+        """Check out those of ``paths`` that are absent: their contents fetched in one request
+        (:func:`prefetch_blobs`), then written from git's index (``checkout
+        --ignore-skip-worktree-bits``: O(paths); adding them to the sparse patterns would match
+        every tracked file against every pattern). Returns how many. Safe from several processes
         (detection's workers): one at a time, under a lock in the repository."""
         wanted = sorted({rel for rel in (self.relative(p) for p in paths) if rel is not None and rel in self.absent()})
         if not wanted:
@@ -123,8 +137,11 @@ class PartialCheckout:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            # exact paths (ours are safe ids: no glob characters), anchored at the root
-            self._git("sparse-checkout", "add", "--", *(f"/{rel}" for rel in wanted))
+            prefetch_blobs(self._git, [self._oids[rel] for rel in wanted])
+            self._git("checkout", "--ignore-skip-worktree-bits", "--pathspec-from-file=-", "--pathspec-file-nul",
+                      input_text="\0".join(wanted))
+            with open(self.root / ".git" / MATERIALIZED, "a", encoding="utf-8") as log:   # for removed()
+                log.write("".join(rel + "\0" for rel in wanted))
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
@@ -135,9 +152,32 @@ class PartialCheckout:
                                     "publish with --full-fetch")
         self._absent.difference_update(wanted)
         for rel in wanted:
+            self._oids.pop(rel, None)
             folder, _, name = rel.rpartition("/")
             self._by_dir.get(folder, set()).discard(name)
         return len(wanted)
+
+
+    def removed(self) -> list[str]:
+        """Files checked out by :meth:`materialize` (in any process) and gone now (retention
+        removed them): what a commit must drop. ``git add -A`` does not: git marks a missing file
+        outside the sparse patterns skip-worktree, as if it had never been checked out."""
+        try:
+            recorded = (self.root / ".git" / MATERIALIZED).read_text(encoding="utf-8").split("\0")
+        except FileNotFoundError:
+            return []
+        return sorted({rel for rel in recorded if rel and not os.path.lexists(self.root / rel)})
+
+    def forget_materialized(self) -> None:
+        """A fresh checkout of the branch: nothing was checked out by a reader yet."""
+        (self.root / ".git" / MATERIALIZED).unlink(missing_ok=True)
+
+    def stage_removed(self) -> int:
+        """Drop :meth:`removed` from git's index (the next commit deletes them). Returns how many."""
+        gone = self.removed()
+        if gone:
+            self._git("update-index", "--force-remove", "-z", "--stdin", input_text="\0".join(gone) + "\0")
+        return len(gone)
 
 
 def find(history_dir: str | os.PathLike) -> PartialCheckout | None:

@@ -316,8 +316,10 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
         if layout.site_branch is not None:
             site_parent = _checkout_site(git, root, layout)
             check_no_symlink(root, root / layout.site_subdir, "site")
-        store = HistoryStore(root / layout.history_subdir,
-                             checkout=PartialCheckout(root, git) if patterns is not None else None)
+        partial = PartialCheckout(root, git) if patterns is not None else None
+        if partial is not None:
+            partial.forget_materialized()
+        store = HistoryStore(root / layout.history_subdir, checkout=partial)
         report = ingest(store, paths, strict=layout.strict)
         if before_commit is not None:
             before_commit(root, store)
@@ -327,7 +329,10 @@ def _publish_loop(git, root, paths, layout, message, max_retries, before_commit,
             built = layout.site.build(root / layout.site_subdir, store, layout.sparse_site)
         data_paths = ["."] if layout.site_branch is None else [".", f":(exclude){layout.site_subdir}"]
         # --sparse: new files (a new month's shards) may lie outside the checkout's patterns;
-        # tracked files not on disk are never taken for deleted
+        # tracked files not on disk are never taken for deleted, and those a reader checked out and
+        # retention removed are dropped explicitly
+        if partial is not None:
+            partial.stage_removed()
         git("add", "-A", *(["--sparse"] if patterns is not None else []), "--", *data_paths)
         data_changed = git("diff", "--cached", "--quiet", check=False).returncode != 0
         site_commit = None
@@ -397,7 +402,10 @@ def update_branch(
 
         def try_once(attempt: int) -> UpdateReport:
             _reset_to_remote(git, branch, ref, shallow=True, sparse=patterns)
+            partial = PartialCheckout(root, git)
+            partial.forget_materialized()
             output = apply(root)
+            partial.stage_removed()
             git("add", "-A", "--sparse")
             if git("diff", "--cached", "--quiet", check=False).returncode == 0:
                 return UpdateReport(False, attempt, None, output, messages)
