@@ -157,7 +157,6 @@ class PartialCheckout:
             self._by_dir.get(folder, set()).discard(name)
         return len(wanted)
 
-
     def removed(self) -> list[str]:
         """Files checked out by :meth:`materialize` (in any process) and gone now (retention
         removed them): what a commit must drop. ``git add -A`` does not: git marks a missing file
