@@ -80,15 +80,30 @@ def history_branch(env=None) -> str:
 
 
 def clone_history(dest: Path, env=None) -> Path:
-    """A shallow read-only copy of the history's branch in ``dest``; returns its history/."""
+    """A shallow read-only copy of the history's branch in ``dest``; returns its history/.
+
+    Partial, as publish's checkout (history/partial.py): no file contents but those of the
+    history's own files and this month's and the last one's shards; a reader of anything else
+    (``vkbench alert``'s checks, a digest, a dispatch) gets it fetched when it reads it."""
+    from ..history.partial import configure, night_months, sparse_patterns
     from ..paths import check_branch_name, check_repo_arg
 
     remote, branch = check_repo_arg(pages_remote(env)), history_branch(env)
     check_branch_name(branch)
     shutil.rmtree(dest, ignore_errors=True)
-    proc = subprocess.run(["git", "clone", "--quiet", "--depth", "1", "--single-branch", "--branch", branch, "--", remote,
-                           str(dest)], capture_output=True, text=True, timeout=600, check=False)
-    if proc.returncode != 0:
-        raise VkbenchError(f"cannot clone the history's branch {branch}: {proc.stderr.strip()[-500:]}",
-                           hint="check VKBENCH_PAGES_REPO / VKBENCH_DATA_BRANCH and the step's token (contents: read)")
+
+    def git(*args: str, cwd: Path | None = dest, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+        if check and proc.returncode != 0:
+            raise VkbenchError(f"cannot clone the history's branch {branch}: {proc.stderr.strip()[-500:]}",
+                               hint="check VKBENCH_PAGES_REPO / VKBENCH_DATA_BRANCH and the step's token (contents: read)")
+        return proc
+
+    git("clone", "--quiet", "--depth", "1", "--filter=blob:none", "--no-checkout", "--single-branch", "--branch", branch,
+        "--", remote, str(dest), cwd=None)
+    configure(git)
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    patterns = sparse_patterns("history", night_months([], ())[0])
+    (dest / ".git" / "info" / "sparse-checkout").write_text("\n".join(patterns) + "\n", encoding="utf-8")
+    git("checkout", "-q", branch)
     return dest / "history"

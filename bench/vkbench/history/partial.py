@@ -21,10 +21,12 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable
 
 from ..errors import PublishError
+from .series import month_of
 
 #: What every sparse checkout of a history branch holds besides the months a night reads: the
 #: branch's top level (and the site folders of a one-branch layout), the history's own files and
@@ -50,6 +52,25 @@ def sparse_patterns(history_subdir: str, months: Iterable[str], run_months: Iter
     out += [f"/{h}/series/*/*/{month}.*" for month in sorted(set(months))]
     out += [f"/{h}/runs/{month}/" for month in sorted(set(run_months))]
     return out
+
+
+def night_months(results: list[dict], run_days: Iterable[int], now: datetime | None = None) -> tuple[list[str], list[str]]:
+    """(shard months, run-folder months) a partial checkout starts with: the months the results
+    fall in, this month and the last (detection asks for more of each series it reads:
+    detect/runner.py ``_prefetch``), and for each retention period the months whose runs pass
+    it tonight (with a month and a half of slack for nights without a publish)."""
+    now = now or datetime.now(timezone.utc)
+    ours = {month_of(r["run"]["timestamp"]) for r in results if isinstance((r.get("run") or {}).get("timestamp"), str)}
+    shards = ours | {now.strftime("%Y-%m"), (now.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")}
+    runs = set(ours)
+    for days in run_days:
+        newest = now - timedelta(days=days)
+        day = newest - timedelta(days=45)
+        while day <= newest:
+            runs.add(day.strftime("%Y-%m"))
+            day += timedelta(days=14)
+        runs.add(newest.strftime("%Y-%m"))
+    return sorted(shards), sorted(runs)
 
 
 def configure(git) -> None:
@@ -210,4 +231,4 @@ def _runner(root: Path):
     return git
 
 
-__all__ = ["PartialCheckout", "configure", "find", "prefetch_blobs", "sparse_patterns"]
+__all__ = ["PartialCheckout", "configure", "find", "night_months", "prefetch_blobs", "sparse_patterns"]

@@ -20,7 +20,6 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
@@ -28,8 +27,7 @@ from ..errors import PublishError
 from ..paths import check_branch_name, check_no_symlink, check_repo_arg, safe_subpath
 from ..servers.source_build import sigterm_raises
 from .ingest import IngestReport, ingest, input_files, load_all
-from .partial import PartialCheckout, configure as configure_partial, prefetch_blobs, sparse_patterns
-from .series import month_of
+from .partial import PartialCheckout, configure as configure_partial, night_months, prefetch_blobs, sparse_patterns
 from .store import HistoryStore
 
 AUTHOR = ("vkbench", "vkbench@users.noreply.github.com")
@@ -160,7 +158,7 @@ def publish(
         safe_subpath(site_subdir, "--site-out")
     paths = input_files(results)
     loaded = load_all(paths)                    # every file valid before any git work
-    months = _night_months(loaded, run_days)
+    months = night_months(loaded, run_days)
     with sigterm_raises():   # SIGTERM unwinds like Ctrl-C: the temporary checkout is removed
         return _publish(paths, remote_str, branch, history_subdir, message, max_retries,
                         _before_commit_hooks(before_commit, before_commit_store), workdir,
@@ -178,25 +176,6 @@ def _before_commit_hooks(before_commit, before_commit_store) -> Callable[[Path, 
         if before_commit_store is not None:
             before_commit_store(root, store)
     return hooks
-
-
-def _night_months(results: list[dict], run_days: Iterable[int], now: datetime | None = None) -> tuple[list[str], list[str]]:
-    """(shard months, run-folder months) a partial checkout starts with: the months the results
-    fall in, this month and the last (detection asks for more of each series it reads:
-    detect/runner.py ``_prefetch``), and for each retention period the months whose runs pass
-    it tonight (with a month and a half of slack for nights without a publish)."""
-    now = now or datetime.now(timezone.utc)
-    ours = {month_of(r["run"]["timestamp"]) for r in results if isinstance((r.get("run") or {}).get("timestamp"), str)}
-    shards = ours | {now.strftime("%Y-%m"), (now.replace(day=1) - timedelta(days=1)).strftime("%Y-%m")}
-    runs = set(ours)
-    for days in run_days:
-        newest = now - timedelta(days=days)
-        day = newest - timedelta(days=45)
-        while day <= newest:
-            runs.add(day.strftime("%Y-%m"))
-            day += timedelta(days=14)
-        runs.add(newest.strftime("%Y-%m"))
-    return sorted(shards), sorted(runs)
 
 
 def _publish(paths, remote_str, branch, history_subdir, message, max_retries, before_commit, workdir, backoff, max_backoff, retry_for,
@@ -398,7 +377,7 @@ def update_branch(
 
         # a partial checkout (history/partial.py): the history's own files and this month's and the
         # last one's shards; what apply's readers need besides is fetched when they read it
-        patterns = sparse_patterns("history", _night_months([], ())[0])
+        patterns = sparse_patterns("history", night_months([], ())[0])
 
         def try_once(attempt: int) -> UpdateReport:
             _reset_to_remote(git, branch, ref, shallow=True, sparse=patterns)

@@ -96,3 +96,23 @@ def test_an_absent_shard_is_checked_when_read(tmp_path):
     part.verify(deep=True)                  # not on disk: not read
     with pytest.raises(ResultFileError, match=shard.name):
         part.read_series(sid)
+
+
+def test_the_ci_steps_clone_of_the_history_is_partial(tmp_path):
+    """`vkbench ci alert|digest|dispatch` read the history from pages.clone_history: the same
+    partial checkout (this month and the last on disk, the rest fetched by the reader)."""
+    from vkbench.ci.pages import clone_history
+
+    repo = _history(tmp_path)
+    git(repo, "config", "uploadpack.allowFilter", "true")
+    env = {"VKBENCH_PAGES_REPO": f"file://{repo}", "VKBENCH_DATA_BRANCH": "data"}
+    history = clone_history(tmp_path / "clone", env)
+    store = HistoryStore(history)
+    assert store.checkout is not None
+    assert not list((history / "series").rglob(f"{MONTHS[0]}.*"))      # an old month: in git only
+    missing = [line for line in git(tmp_path / "clone", "rev-list", "--objects", "--missing=print", "HEAD").splitlines()
+               if line.startswith("?")]
+    assert missing, "the old months' contents were fetched"
+    store.verify(deep=True)
+    whole = HistoryStore(repo / "history")
+    assert all(store.read_series(sid) == whole.read_series(sid) for sid in whole.series_ids())
