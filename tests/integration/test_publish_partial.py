@@ -117,6 +117,10 @@ def test_a_partial_publish_reads_the_nights_months_and_lands_what_a_full_one_doe
     assert absent and not any((checkout / p).exists() for p in absent)
     missing = [line for line in git(checkout, "rev-list", "--objects", "--missing=print", "HEAD").splitlines() if line.startswith("?")]
     assert missing, "the first months' contents were fetched"
+    # retention (raw outputs only: result copies are kept forever) checked out no old result copy
+    copies = [line[2:] for line in tracked if "/runs/" in line and line.endswith(".json")]
+    old_copies = [p for p in copies if p.split("/")[2] == first_month]
+    assert old_copies and not any((checkout / p).exists() for p in old_copies)
 
     # A reader of the whole history on that checkout (a full detection) gets the old months.
     code, out = vk("detect", "--history", checkout / "history", "--full", "--no-write", "--format", "json")

@@ -93,7 +93,7 @@ def retain(history: str | Path, *, keep_raw_days: int | None = None, keep_result
     if not runs_dir.is_dir() or (keep_raw_days is None and keep_results_days is None):
         return report
     keep = incident_runs(store)
-    _check_out_prunable(store, now, [d for d in (keep_raw_days, keep_results_days) if d is not None])
+    _check_out_prunable(store, now, keep_raw_days, keep_results_days, keep)
     policy = {"keep_raw_days": keep_raw_days, "keep_results_days": keep_results_days}
     with store.lock():
         for month_dir in sorted(p for p in runs_dir.iterdir() if p.is_dir() and _MONTH.match(p.name)):
@@ -107,28 +107,35 @@ def retain(history: str | Path, *, keep_raw_days: int | None = None, keep_result
     return report
 
 
-def _check_out_prunable(store: HistoryStore, now: datetime, periods: list[int]) -> None:
-    """In a partial checkout (history/partial.py), the run folders of months wholly past the
-    shortest period that still hold a result copy or a raw output: what retention would prune
-    there, and their logs (the night's own months are checked out already). Once pruned, a
-    month holds neither and is never checked out again, so only the first pruning of an old
-    history costs its past."""
+def _check_out_prunable(store: HistoryStore, now: datetime, keep_raw_days: int | None, keep_results_days: int | None,
+                        incident: set[str]) -> None:
+    """In a partial checkout (history/partial.py), what retention prunes tonight in months it
+    did not check out (the night's own are): the raw outputs of months wholly past
+    ``keep_raw_days`` (but an incident run's profile, which stays) and the result copies of
+    months wholly past ``keep_results_days``, with their runs' logs. Once pruned, a month holds
+    none of them and nothing of it is checked out again: only the first pruning of an old
+    history costs its past, and a kind kept forever is never checked out."""
     co = store.checkout
-    if co is None or not periods:
+    if co is None:
         return
     runs = (co.relative(store.path / "runs") or "") + "/"
-    cutoff = now - timedelta(days=min(periods))
-    wanted = []
-    folders = set()
+    raw_cutoff = None if keep_raw_days is None else now - timedelta(days=keep_raw_days)
+    copy_cutoff = None if keep_results_days is None else now - timedelta(days=keep_results_days)
+    wanted, folders = [], set()
     for rel in co.absent():
-        if not rel.startswith(runs):
+        parts = rel[len(runs):].split("/") if rel.startswith(runs) else []
+        if len(parts) < 3 or not _MONTH.match(parts[0]):
             continue
-        parts = rel[len(runs):].split("/")
-        if len(parts) < 3 or not _MONTH.match(parts[0]) or _month_end(parts[0]) >= cutoff:
-            continue
-        if parts[-1] != RETENTION_LOG:
+        month_end = _month_end(parts[0])
+        raw = len(parts) > 3 and parts[2].endswith(".raw")
+        copy = len(parts) == 3 and parts[2].endswith(".json")
+        if raw and raw_cutoff is not None and month_end < raw_cutoff and not (parts[-1] == PROFILE_FILE and parts[1] in incident):
             wanted.append(rel)
-            folders.add("/".join(parts[:2]))
+        elif copy and copy_cutoff is not None and month_end < copy_cutoff:
+            wanted.append(rel)
+        else:
+            continue
+        folders.add("/".join(parts[:2]))
     wanted += [rel for rel in co.absent() if rel.startswith(runs) and rel.endswith("/" + RETENTION_LOG)
                and "/".join(rel[len(runs):].split("/")[:2]) in folders]
     store.materialize(co.root / rel for rel in wanted)
